@@ -1,0 +1,150 @@
+"""The ``marm`` command, generated from the op registry (no logic of its own).
+
+Each registered op becomes a Typer command with the op's parameters, its docstring as
+help, and ``--json`` / ``--text``. JSON is the default when stdout is not a terminal,
+so scripts and hooks get one object per call. Errors marm raises on purpose print one
+line (``error: ...``) on stderr and exit with the error's code; anything unexpected
+prints one line too (``MARM_DEBUG=1`` shows the traceback).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from marm import __version__
+from marm.errors import BadInput, MarmError
+from marm.ops import Op, load
+from marm.ops.context import Ctx
+
+_HELP = (
+    "marm: local-first memory for coding agents. One SQLite store on this machine; "
+    "recall by exact text or by meaning."
+)
+
+
+def _read_stdin() -> str:
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"standard input is not valid UTF-8 (byte {exc.start})") from None
+
+
+def emit(result: Any, as_json: bool | None) -> None:
+    """Print ``result`` as one JSON object, or as text for a person."""
+    import orjson
+
+    if as_json is None:
+        as_json = not sys.stdout.isatty()
+    if as_json or not hasattr(result, "text"):
+        sys.stdout.buffer.write(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS) + b"\n")
+    else:
+        sys.stdout.write(result.text() + "\n")
+    sys.stdout.flush()
+
+
+def invoke(o: Op, kwargs: dict[str, Any], as_json: bool | None) -> None:
+    """Run one op for the CLI and print its result."""
+    for spec in o.params():
+        if spec.meta.stdin and kwargs.get(spec.name) == "-":
+            kwargs[spec.name] = _read_stdin()
+    ctx = Ctx(source="cli", interactive=sys.stderr.isatty())
+    try:
+        result = o.func(ctx, **kwargs)
+    finally:
+        ctx.close()
+    emit(result, as_json)
+
+
+def _command(o: Op) -> Any:
+    """A function with ``o``'s parameters as Typer sees them, plus --json/--text."""
+    params = []
+    for spec in o.params():
+        meta = spec.meta
+        if meta.argument:
+            info: Any = typer.Argument(help=meta.help, show_default=False)
+        else:
+            decls = [f"--{spec.name.replace('_', '-')}"] + ([meta.short] if meta.short else [])
+            info = typer.Option(*decls, help=meta.help)
+        default = inspect.Parameter.empty if spec.required else spec.default
+        params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                        annotation=Annotated[spec.annotation, info]))
+    params.append(inspect.Parameter(
+        "json_", inspect.Parameter.KEYWORD_ONLY, default=None,
+        annotation=Annotated[bool | None, typer.Option(
+            "--json/--text", help="one JSON object (default when stdout is not a terminal) or text",
+            show_default=False)],
+    ))
+
+    def command(**kwargs: Any) -> None:
+        as_json = kwargs.pop("json_")
+        invoke(o, kwargs, as_json)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__doc__ = o.help
+    command.__name__ = o.path[-1].replace("-", "_")
+    return command
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"marm {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(help=_HELP, no_args_is_help=True, pretty_exceptions_enable=False,
+                      rich_markup_mode=None,
+                      add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
+
+    @app.callback()
+    def root(
+        version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                              help="print the version and exit")] = False,
+    ) -> None:
+        """marm: local-first memory for coding agents."""
+
+    groups: dict[tuple[str, ...], typer.Typer] = {(): app}
+    for o in load().values():
+        parent = ()
+        for word in o.path[:-1]:
+            key = (*parent, word)
+            if key not in groups:
+                sub = typer.Typer(no_args_is_help=True, help=GROUP_HELP.get(key, ""))
+                groups[parent].add_typer(sub, name=word)
+                groups[key] = sub
+            parent = key
+        groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(_command(o))
+    return app
+
+
+#: Help of command groups (a group is not an op; its commands are).
+GROUP_HELP: dict[tuple[str, ...], str] = {
+    ("session",): "Choose the session new memories are tagged with.",
+    ("config",): "Show and save runtime settings.",
+}
+
+
+def main(argv: list[str] | None = None) -> None:
+    app = build_app()
+    try:
+        app(args=argv, prog_name="marm", standalone_mode=True)
+    except MarmError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(0)
+    except Exception as exc:  # noqa: BLE001 - the one place unexpected errors become one line
+        if os.environ.get("MARM_DEBUG"):
+            raise
+        print(f"error: internal error: {type(exc).__name__}: {exc} (MARM_DEBUG=1 shows more)",
+              file=sys.stderr)
+        sys.exit(1)

@@ -1,0 +1,395 @@
+"""Memory ops: log, recall, show, delete, summary, log-show."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from marm import recall as recall_lanes
+from marm.errors import BadInput, NotFound
+from marm.ops.context import Ctx
+from marm.ops.registry import Param, op
+from marm.ops.results import MemoryView, one_line
+from marm.scope import display
+from marm.store import logs, memories, notebook, sessions
+from marm.store.memories import Filter
+from marm.text import check_content, classify, clean, content_hash, to_timestamp
+
+_LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.DOTALL)
+
+Detail = Literal[1, 2, 3]
+Mode = Literal["auto", "exact", "lexical", "hybrid", "semantic"]
+
+# Parameters several ops share, so their help reads the same everywhere.
+ProjectOpt = Annotated[
+    str | None,
+    Param("project: a name or a path in a git repository (default: the current repository, "
+          "or $MARM_PROJECT)", short="-p"),
+]
+AllProjects = Annotated[bool, Param("look in every project, not just the current one and global")]
+SessionOpt = Annotated[str | None, Param("session name (default: the active session for writes, "
+                                         "every session for reads)", short="-s")]
+
+
+@dataclass(frozen=True, slots=True)
+class LogResult:
+    id: int
+    created: bool                  # False when the same text was already stored here
+    kind: str
+    project: str | None
+    session: str | None
+    log_id: int | None
+    redacted: dict[str, int] = field(default_factory=dict)
+    private_spans_dropped: int = 0
+    content: str = ""
+
+    def text(self) -> str:
+        what = "stored" if self.created else "already stored"
+        lines = [f"{what} memory #{self.id} ({self.kind}) in {display(self.project)}"]
+        if self.log_id:
+            lines[0] += f", log entry {self.log_id}"
+        if self.redacted:
+            lines.append("redacted: " + ", ".join(f"{k} x{n}" for k, n in self.redacted.items()))
+        if self.private_spans_dropped:
+            lines.append(f"dropped {self.private_spans_dropped} <private> span(s)")
+        return "\n".join(lines)
+
+
+def write_memory(
+    ctx: Ctx,
+    text: str,
+    *,
+    session: str | None = None,
+    project: str | None = None,
+    kind: str | None = None,
+    valid_from: str | None = None,
+    valid_to: str | None = None,
+    metadata: dict | None = None,
+) -> LogResult:
+    """The one write path every surface takes (CLI, MCP, hooks, benchmarks).
+
+    Cleans the text (``<private>`` spans, secrets), parses the log form, and writes the
+    memory, its log row, its outbox tasks and its events in one transaction. The same
+    text already active in the same project is not stored twice.
+    """
+    check_content(text)
+    cleaned = clean(text)
+    body = cleaned.text.strip()
+    if not body:
+        raise BadInput("nothing is left to store once <private> spans and secrets are removed")
+    project_key = ctx.project(project)
+    session_name = ctx.session(session)
+    start = to_timestamp(valid_from) if valid_from else None
+    end = to_timestamp(valid_to) if valid_to else None
+    if start and end and end <= start:
+        raise BadInput("--valid-to must be later than --valid-from")
+    parsed = _LOG_FORM.match(body)
+    guessed = classify(parsed.group(3) if parsed else body)
+    memory_kind = kind or (guessed if guessed != "note" or not parsed else "log")
+    digest = content_hash(body)
+    store = ctx.store()
+    with store.write():
+        existing = memories.find_by_hash(store, digest, project_key)
+        if existing is not None and existing.status in memories.VISIBLE_STATUSES:
+            log_row = logs.for_memory(store, existing.id)
+            return LogResult(
+                existing.id, False, existing.kind, existing.project, existing.session,
+                log_row.id if log_row else None, cleaned.redacted, cleaned.private_spans, existing.content,
+            )
+        sessions.touch(store, session_name, project_key)
+        memory = memories.insert(
+            store, content=body, content_hash=digest, kind=memory_kind, session=session_name,
+            project=project_key, valid_from=start, valid_to=end,
+            metadata={**(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
+        )
+        log_id = None
+        if parsed:
+            entry = logs.insert(store, memory, parsed.group(1), parsed.group(2), parsed.group(3).strip())
+            log_id = entry.id
+    return LogResult(
+        memory.id, True, memory.kind, memory.project, memory.session, log_id,
+        cleaned.redacted, cleaned.private_spans, memory.content,
+    )
+
+
+@op("log", mcp="marm_log_entry")
+def log(
+    ctx: Ctx,
+    text: Annotated[str, Param("the entry: `YYYY-MM-DD-topic-summary` for a log entry, or any "
+                               "text; '-' reads standard input", argument=True, stdin=True)],
+    session: SessionOpt = None,
+    project: ProjectOpt = None,
+    kind: Annotated[str | None, Param("decision, fix, note, ... (default: guessed from the text)",
+                                      short="-k")] = None,
+    valid_from: Annotated[str | None, Param("when this became true (YYYY-MM-DD or ISO time)")] = None,
+    valid_to: Annotated[str | None, Param("when this stopped being true")] = None,
+) -> LogResult:
+    """Store a memory (a decision, fix, note, or a dated log entry).
+
+    Secrets are redacted and <private>...</private> spans dropped before anything is
+    stored. The memory is found by exact text at once and by meaning once embedded.
+    """
+    return write_memory(
+        ctx, text, session=session, project=project, kind=kind, valid_from=valid_from,
+        valid_to=valid_to,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    query: str
+    mode: str
+    project: str | None
+    results: list[MemoryView]
+    note: str | None = None
+
+    def text(self) -> str:
+        if not self.results:
+            return f"no memories match ({self.mode}) in {display(self.project)}"
+        lines = [r.line() for r in self.results]
+        if self.note:
+            lines.append(f"({self.note})")
+        return "\n".join(lines)
+
+
+def memory_filter(
+    ctx: Ctx,
+    *,
+    project: str | None,
+    all_projects: bool,
+    session: str | None = None,
+    kind: str | None = None,
+    as_of: str | None = None,
+) -> Filter:
+    return Filter(
+        project=None if all_projects else ctx.project(project),
+        all_projects=all_projects,
+        session=session,
+        kind=kind,
+        as_of=to_timestamp(as_of) if as_of else None,
+    )
+
+
+@op("recall", mcp="marm_smart_recall", read_only=True, idempotent=True)
+def recall(
+    ctx: Ctx,
+    query: Annotated[str, Param("what to look for: words, a question, or exact text "
+                                "(a key, path, --flag or code is matched literally)", argument=True)],
+    limit: Annotated[int, Param("most results to return", short="-n")] = 5,
+    mode: Annotated[Mode, Param("lane: auto picks exact for syntax-shaped queries, else hybrid",
+                                short="-m")] = "auto",
+    session: Annotated[str | None, Param("only this session", short="-s")] = None,
+    project: ProjectOpt = None,
+    all_projects: AllProjects = False,
+    kind: Annotated[str | None, Param("only memories of this kind", short="-k")] = None,
+    as_of: Annotated[str | None, Param("what was valid at this date/time")] = None,
+    detail: Annotated[Detail, Param("content length: 1 short, 2 medium, 3 full")] = 2,
+) -> RecallResult:
+    """Find memories by exact text or by meaning.
+
+    Defaults to the current project plus global memories, across sessions; retracted
+    and superseded memories are left out, doubted ones come back marked.
+    """
+    if limit < 1:
+        raise BadInput("--limit must be at least 1")
+    flt = memory_filter(ctx, project=project, all_projects=all_projects, session=session,
+                        kind=kind, as_of=as_of)
+    outcome = recall_lanes.run(ctx.store(), query, flt, limit, mode)
+    views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
+    return RecallResult(query, outcome.mode, flt.project, views, outcome.note)
+
+
+@dataclass(frozen=True, slots=True)
+class ShowResult:
+    memory: MemoryView
+    log_id: int | None
+    events: int
+
+    def text(self) -> str:
+        m = self.memory
+        head = [
+            f"memory #{m.id}  kind={m.kind}  status={m.status}",
+            f"project={display(m.project)}  session={m.session}  source={m.source}"
+            f"  platform={m.platform or '-'}",
+            f"recorded_at={m.recorded_at}  valid_from={m.valid_from or '-'}  valid_to={m.valid_to or '-'}",
+        ]
+        if m.status_reason:
+            head.append(f"reason: {m.status_reason}")
+        if m.superseded_by:
+            head.append(f"superseded by #{m.superseded_by}")
+        return "\n".join(head) + "\n\n" + m.content
+
+
+@op("show", mcp="marm_show", read_only=True, idempotent=True)
+def show(ctx: Ctx, id: Annotated[int, Param("memory id", argument=True)]) -> ShowResult:
+    """Show one memory in full, with its provenance."""
+    from marm.store import events
+
+    store = ctx.store()
+    memory = memories.get(store, id)
+    if memory is None:
+        raise NotFound(f"no memory with id {id}")
+    log_row = logs.for_memory(store, id)
+    return ShowResult(MemoryView.of(memory), log_row.id if log_row else None,
+                      len(events.for_entity(store, "memory", id)))
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    type: str
+    target: str
+    deleted: bool
+    memories_deleted: int
+
+    def text(self) -> str:
+        extra = f" ({self.memories_deleted} memories)" if self.type == "session" else ""
+        return f"deleted {self.type} {self.target}{extra}"
+
+
+def _int_id(target: str, what: str) -> int:
+    try:
+        return int(target)
+    except ValueError:
+        raise BadInput(f"{what} ids are numbers, not {target!r}") from None
+
+
+@op("delete", mcp="marm_delete", destructive=True)
+def delete(
+    ctx: Ctx,
+    type: Annotated[Literal["memory", "log", "notebook", "session"],
+                    Param("what to delete", argument=True)],
+    target: Annotated[str, Param("its id (memory, log) or name (notebook, session)", argument=True)],
+    reason: Annotated[str | None, Param("why, kept in the audit trail")] = None,
+    yes: Annotated[bool, Param("confirm deleting a whole session with its memories")] = False,
+) -> DeleteResult:
+    """Delete a memory, a log entry (with its memory), a notebook entry, or a session.
+
+    Every deletion is recorded in the audit trail (see `marm history`).
+    """
+    store = ctx.store()
+    if type == "memory":
+        memory_id = _int_id(target, "memory")
+        if memories.delete(store, memory_id, reason) is None:
+            raise NotFound(f"no memory with id {memory_id}")
+        return DeleteResult(type, target, True, 1)
+    if type == "log":
+        log_id = _int_id(target, "log")
+        entry = logs.get(store, log_id)
+        if entry is None:
+            raise NotFound(f"no log entry with id {log_id}")
+        memories.delete(store, entry.memory_id, reason, action="memory.delete")
+        return DeleteResult(type, target, True, 1)
+    if type == "notebook":
+        if notebook.delete(store, target) is None:
+            raise NotFound(f"no notebook entry named {target!r}")
+        return DeleteResult(type, target, True, 0)
+    found = sessions.get(store, target)
+    if found is None:
+        raise NotFound(f"no session named {target!r}")
+    if not yes:
+        raise BadInput(
+            f"deleting session {target!r} deletes its {found.memories} memories; pass --yes to confirm"
+        )
+    return DeleteResult(type, target, True, sessions.delete(store, target))
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryLine:
+    id: int
+    recorded_at: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryGroup:
+    kind: str
+    count: int
+    items: list[SummaryLine]
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResult:
+    project: str | None
+    session: str | None
+    total: int
+    groups: list[SummaryGroup]
+
+    def text(self) -> str:
+        where = display(self.project) + (f", session {self.session}" if self.session else "")
+        if not self.groups:
+            return f"nothing stored yet in {where}"
+        out = [f"{self.total} memories in {where}"]
+        for g in self.groups:
+            out.append(f"\n{g.kind} ({g.count})")
+            out.extend(f"  #{i.id} {i.recorded_at[:10]} {i.text}" for i in g.items)
+        return "\n".join(out)
+
+
+#: Order of kinds in a summary: what a returning reader needs first.
+_SUMMARY_ORDER = ("decision", "fix", "todo", "plan", "lesson", "config", "research", "log", "note")
+
+
+@op("summary", mcp="marm_summary", read_only=True, idempotent=True)
+def summary(
+    ctx: Ctx,
+    session: Annotated[str | None, Param("only this session", short="-s")] = None,
+    project: ProjectOpt = None,
+    all_projects: AllProjects = False,
+    per_kind: Annotated[int, Param("most memories listed per kind")] = 10,
+) -> SummaryResult:
+    """A deterministic digest of what is stored: grouped by kind, newest first."""
+    flt = memory_filter(ctx, project=project, all_projects=all_projects, session=session)
+    rows = memories.recent(ctx.store(), flt, limit=100_000)
+    by_kind: dict[str, list] = {}
+    for m in rows:
+        by_kind.setdefault(m.kind, []).append(m)
+    order = sorted(by_kind, key=lambda k: (_SUMMARY_ORDER.index(k) if k in _SUMMARY_ORDER else 99, k))
+    groups = [
+        SummaryGroup(k, len(by_kind[k]),
+                     [SummaryLine(m.id, m.recorded_at, one_line(m.content, 120)) for m in by_kind[k][:per_kind]])
+        for k in order
+    ]
+    return SummaryResult(flt.project, session, len(rows), groups)
+
+
+@dataclass(frozen=True, slots=True)
+class LogLine:
+    id: int
+    memory_id: int
+    entry_date: str | None
+    topic: str | None
+    summary: str
+    session: str | None
+    project: str | None
+    recorded_at: str
+
+
+@dataclass(frozen=True, slots=True)
+class LogShowResult:
+    project: str | None
+    session: str | None
+    entries: list[LogLine]
+
+    def text(self) -> str:
+        if not self.entries:
+            return f"no log entries in {display(self.project)}"
+        return "\n".join(
+            f"[{e.id}] {e.entry_date or e.recorded_at[:10]} {e.topic or '-'}: {one_line(e.summary)}"
+            f"  (memory #{e.memory_id}, {e.session})"
+            for e in self.entries
+        )
+
+
+@op("log-show", mcp="marm_log_show", read_only=True, idempotent=True)
+def log_show(
+    ctx: Ctx,
+    session: Annotated[str | None, Param("only this session", short="-s")] = None,
+    project: ProjectOpt = None,
+    all_projects: AllProjects = False,
+    limit: Annotated[int, Param("most entries", short="-n")] = 50,
+) -> LogShowResult:
+    """List log entries, newest first."""
+    project_key = None if all_projects else ctx.project(project)
+    rows = logs.listing(ctx.store(), project_key, all_projects, session, limit)
+    return LogShowResult(project_key, session, [LogLine(*(getattr(r, f) for f in LogLine.__slots__)) for r in rows])

@@ -1,0 +1,109 @@
+"""The one registry of operations. The CLI and the MCP server are generated from it.
+
+An op is a plain typed function whose first parameter is the invocation context
+(``Ctx``) and whose other parameters are annotated with a ``Param`` that carries the
+help text::
+
+    @op("recall", mcp="marm_smart_recall", read_only=True)
+    def recall(ctx: Ctx, query: Annotated[str, Param("what to look for", argument=True)],
+               limit: Annotated[int, Param("most results", short="-n")] = 5) -> RecallResult:
+        "Find memories by exact text or by meaning."
+
+The docstring is the command's help. The return value is a frozen dataclass: the CLI
+prints it as JSON or as text (its ``text()`` method), the MCP server returns it as
+structured content. Nothing here imports typer or mcp: op modules stay cheap to import.
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """Help and CLI shape of one op parameter (the MCP side uses ``help`` as description)."""
+
+    help: str
+    argument: bool = False       # positional on the CLI
+    short: str | None = None     # e.g. "-n"
+    stdin: bool = False          # the CLI reads standard input when the value is "-"
+
+
+@dataclass(frozen=True, slots=True)
+class ParamSpec:
+    name: str
+    annotation: Any              # the bare type (Annotated stripped)
+    default: Any                 # inspect.Parameter.empty when required
+    meta: Param
+
+    @property
+    def required(self) -> bool:
+        return self.default is inspect.Parameter.empty
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    path: tuple[str, ...]        # CLI words, e.g. ("notebook",) or ("code", "index")
+    func: Callable[..., Any]
+    mcp: str | None              # MCP tool name, or None for CLI-only ops
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.path)
+
+    @property
+    def help(self) -> str:
+        return inspect.cleandoc(self.func.__doc__ or "")
+
+    @property
+    def summary(self) -> str:
+        return self.help.split("\n", 1)[0]
+
+    def params(self) -> list[ParamSpec]:
+        hints = typing.get_type_hints(self.func, include_extras=True)
+        specs = []
+        for index, p in enumerate(inspect.signature(self.func).parameters.values()):
+            if index == 0:
+                continue  # the Ctx
+            hint = hints[p.name]
+            if typing.get_origin(hint) is not typing.Annotated:
+                raise TypeError(f"op {self.name}: parameter {p.name} needs Annotated[..., Param()]")
+            base, *extras = typing.get_args(hint)
+            meta = next((e for e in extras if isinstance(e, Param)), None)
+            if meta is None:
+                raise TypeError(f"op {self.name}: parameter {p.name} has no Param()")
+            specs.append(ParamSpec(p.name, base, p.default, meta))
+        return specs
+
+    def return_type(self) -> Any:
+        return typing.get_type_hints(self.func)["return"]
+
+
+REGISTRY: dict[tuple[str, ...], Op] = {}
+
+
+def op(
+    *path: str,
+    mcp: str | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    idempotent: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register ``func`` as the operation ``path``."""
+
+    def register(func: Callable[..., Any]) -> Callable[..., Any]:
+        if path in REGISTRY:
+            raise ValueError(f"op {' '.join(path)} registered twice")
+        if not func.__doc__:
+            raise ValueError(f"op {' '.join(path)} needs a docstring: it is the help text")
+        REGISTRY[path] = Op(path, func, mcp, read_only, destructive, idempotent)
+        return func
+
+    return register

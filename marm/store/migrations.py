@@ -1,0 +1,260 @@
+"""Schema migrations of the durable database, keyed on ``PRAGMA user_version``.
+
+``user_version`` counts the migrations applied. Each step runs in its own
+``BEGIN IMMEDIATE`` transaction together with its version bump, so a crash leaves the
+database at a whole version. Steps are append-only: never edit a released one, add a
+new one. A database whose version is higher than ``len(MIGRATIONS)`` was written by a
+newer marm and is refused (``StoreTooNew``) rather than guessed at.
+
+No ``executescript`` inside a step: it would commit the open transaction first.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from marm.errors import StoreTooNew
+
+
+def _run(conn: sqlite3.Connection, script: str) -> None:
+    """Execute a ';'-separated script statement by statement inside the open transaction."""
+    buf = ""
+    for line in script.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            conn.execute(buf)
+            buf = ""
+    if buf.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buf[:80]!r}")
+
+
+def m001_initial(conn: sqlite3.Connection) -> None:
+    _run(
+        conn,
+        """
+        -- One row per memory. Times are ISO-8601 UTC strings of fixed width, so they sort.
+        CREATE TABLE memories (
+            id             INTEGER PRIMARY KEY AUTOINCREMENT,  -- ids are never reused
+            content        TEXT NOT NULL,                      -- raw, never HTML-escaped
+            content_hash   TEXT NOT NULL,                      -- sha256 of normalised content
+            kind           TEXT NOT NULL,
+            session        TEXT,
+            project        TEXT,                               -- NULL: global, every project sees it
+            platform       TEXT,
+            source         TEXT NOT NULL,                      -- cli | mcp | hook:<event> | import
+            recorded_at    TEXT NOT NULL,                      -- transaction time, immutable
+            valid_from     TEXT,
+            valid_to       TEXT,
+            status         TEXT NOT NULL DEFAULT 'active'
+                           CHECK (status IN ('active', 'doubted', 'superseded', 'retracted')),
+            status_reason  TEXT,
+            superseded_by  INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            metadata       TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX memories_scope ON memories(project, status, recorded_at);
+        CREATE INDEX memories_session ON memories(session);
+        CREATE INDEX memories_hash ON memories(content_hash);
+
+        -- Words, for BM25 (porter stemming).
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            content, content='memories', content_rowid='id',
+            tokenize='porter unicode61 remove_diacritics 2'
+        );
+        -- Exact characters, for the exact lane: substring search with an index.
+        CREATE VIRTUAL TABLE memories_tri USING fts5(
+            content, content='memories', content_rowid='id',
+            tokenize='trigram case_sensitive 1'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+            INSERT INTO memories_tri(rowid, content) VALUES (new.id, new.content);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO memories_tri(memories_tri, rowid, content) VALUES ('delete', old.id, old.content);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE OF content ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO memories_tri(memories_tri, rowid, content) VALUES ('delete', old.id, old.content);
+            INSERT INTO memories_fts(rowid, content) VALUES (new.id, new.content);
+            INSERT INTO memories_tri(rowid, content) VALUES (new.id, new.content);
+        END;
+
+        -- Log entries (YYYY-MM-DD-topic-summary or free text); each mirrors one memory.
+        CREATE TABLE log_entries (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            memory_id    INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            entry_date   TEXT,
+            topic        TEXT,
+            summary      TEXT NOT NULL,
+            session      TEXT,
+            project      TEXT,
+            recorded_at  TEXT NOT NULL
+        );
+        CREATE INDEX log_entries_memory ON log_entries(memory_id);
+        CREATE INDEX log_entries_scope ON log_entries(project, session, recorded_at);
+
+        -- Named reusable instructions; `use` activates one for a session.
+        CREATE TABLE notebook (
+            name        TEXT PRIMARY KEY,
+            content     TEXT NOT NULL,
+            created_at  TEXT NOT NULL,
+            updated_at  TEXT NOT NULL
+        );
+        CREATE TABLE notebook_active (
+            session     TEXT NOT NULL,
+            name        TEXT NOT NULL REFERENCES notebook(name) ON DELETE CASCADE,
+            since       TEXT NOT NULL,
+            PRIMARY KEY (session, name)
+        );
+
+        CREATE TABLE sessions (
+            name          TEXT PRIMARY KEY,
+            project       TEXT,
+            platform      TEXT,
+            created_at    TEXT NOT NULL,
+            last_seen_at  TEXT NOT NULL
+        );
+
+        -- Append-only audit of every mutation. No foreign keys: events outlive their rows.
+        CREATE TABLE events (
+            id           INTEGER PRIMARY KEY AUTOINCREMENT,
+            at           TEXT NOT NULL,
+            action       TEXT NOT NULL,        -- e.g. memory.create, memory.delete, flag.set
+            entity       TEXT NOT NULL,        -- memory | log | notebook | session | flag | concept | ...
+            entity_id    TEXT NOT NULL,
+            source       TEXT NOT NULL,        -- which surface: cli | mcp | hook:<event> | import
+            platform     TEXT,
+            session      TEXT,
+            project      TEXT,
+            reason       TEXT,
+            before_hash  TEXT,
+            after_hash   TEXT,
+            detail       TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX events_entity ON events(entity, entity_id, id);
+
+        -- Durable outbox of background work, filled in the same transaction as the write.
+        CREATE TABLE outbox (
+            id            INTEGER PRIMARY KEY AUTOINCREMENT,
+            kind          TEXT NOT NULL,        -- embed | concepts | ...
+            target        TEXT NOT NULL,        -- e.g. a memory id
+            content_hash  TEXT,
+            state         TEXT NOT NULL DEFAULT 'pending'
+                          CHECK (state IN ('pending', 'parked')),
+            attempts      INTEGER NOT NULL DEFAULT 0,
+            last_error    TEXT,
+            lease_token   TEXT,
+            lease_until   TEXT,
+            created_at    TEXT NOT NULL,
+            updated_at    TEXT NOT NULL,
+            UNIQUE (kind, target)
+        );
+        CREATE INDEX outbox_ready ON outbox(kind, state, lease_until, id);
+
+        -- Who holds a background lease (the exclusion itself is a file lock).
+        CREATE TABLE leases (
+            name          TEXT PRIMARY KEY,
+            holder        TEXT NOT NULL,
+            pid           INTEGER NOT NULL,
+            started_at    TEXT NOT NULL,
+            heartbeat_at  TEXT NOT NULL,
+            progress      TEXT NOT NULL DEFAULT '{}'
+        );
+
+        -- Runtime settings saved with `marm config set`; read fresh by every process.
+        CREATE TABLE flags (
+            key         TEXT PRIMARY KEY,
+            value       TEXT NOT NULL,
+            updated_at  TEXT NOT NULL
+        );
+
+        -- Value-keyed tombstones: the normalised hash of retracted text, per scope.
+        CREATE TABLE tombstones (
+            content_hash  TEXT NOT NULL,
+            scope         TEXT NOT NULL,        -- project, or '' for global
+            memory_id     INTEGER,
+            reason        TEXT,
+            at            TEXT NOT NULL,
+            PRIMARY KEY (content_hash, scope)
+        );
+
+        -- Vectors, one per chunk of a memory and per model (filled by the embedding drain).
+        CREATE TABLE memory_vectors (
+            memory_id     INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            model         TEXT NOT NULL,
+            chunk         INTEGER NOT NULL,
+            dim           INTEGER NOT NULL,
+            start_char    INTEGER NOT NULL,
+            end_char      INTEGER NOT NULL,
+            content_hash  TEXT NOT NULL,
+            vector        BLOB NOT NULL,         -- float32, little-endian, L2-normalised
+            PRIMARY KEY (memory_id, model, chunk)
+        );
+
+        -- Human verdicts on the derived concept graph, keyed on names (values), so that
+        -- they survive a rebuild of the disposable graph database.
+        CREATE TABLE concept_aliases (
+            alias       TEXT PRIMARY KEY,       -- normalised name that resolves to canonical
+            canonical   TEXT NOT NULL,
+            at          TEXT NOT NULL
+        );
+        CREATE TABLE concept_suppressions (
+            name        TEXT PRIMARY KEY,       -- normalised name never extracted again
+            reason      TEXT,
+            at          TEXT NOT NULL
+        );
+        CREATE TABLE concept_dismissals (
+            a           TEXT NOT NULL,          -- normalised names, a < b
+            b           TEXT NOT NULL,
+            at          TEXT NOT NULL,
+            PRIMARY KEY (a, b)
+        );
+
+        -- Repositories marm indexes, and the dirty marks hooks leave on them.
+        CREATE TABLE code_repos (
+            path             TEXT PRIMARY KEY,  -- absolute top-level of the work tree
+            project          TEXT,
+            added_at         TEXT NOT NULL,
+            dirty_since      TEXT,
+            last_indexed_at  TEXT
+        );
+        """,
+    )
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    m001_initial,
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Bring ``conn`` to ``SCHEMA_VERSION``; return how many steps ran.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``).
+    """
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > SCHEMA_VERSION:
+        raise StoreTooNew(
+            f"the database is at schema version {current}, newer than this marm "
+            f"(version {SCHEMA_VERSION}); upgrade marm to use it"
+        )
+    ran = 0
+    for index in range(current, SCHEMA_VERSION):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have migrated meanwhile.
+            if conn.execute("PRAGMA user_version").fetchone()[0] != index:
+                conn.execute("ROLLBACK")
+                continue
+            MIGRATIONS[index](conn)
+            conn.execute(f"PRAGMA user_version = {index + 1}")
+            conn.execute("COMMIT")
+            ran += 1
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    return ran

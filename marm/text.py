@@ -1,0 +1,143 @@
+"""Text rules shared by every write: normalisation, hashing, secret redaction,
+``<private>`` spans, and the size and character limits.
+
+Redaction runs before anything is stored, embedded or indexed, so a secret pasted into
+a memory never reaches the database. The result says what was removed, by kind and
+count, never the secret itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+
+from marm.config import MAX_CONTENT_CHARS
+from marm.errors import BadInput
+
+_SPACE = re.compile(r"\s+")
+
+
+def normalise(text: str) -> str:
+    """The form hashes are taken of: NFC, whitespace runs collapsed, ends stripped."""
+    return _SPACE.sub(" ", unicodedata.normalize("NFC", text)).strip()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(normalise(text).encode("utf-8")).hexdigest()
+
+
+_PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.DOTALL | re.IGNORECASE)
+
+#: (kind, pattern). Each match is replaced by ``[REDACTED:kind]``; a pattern with two
+#: groups keeps its first group (the ``password=`` part) and redacts the second.
+SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern))
+    for kind, pattern in (
+        ("private_key", r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"),
+        ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+        ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),
+        ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
+        ("openai_key", r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}"),
+        ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+        ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+        ("stripe_key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b"),
+        ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        ("bearer_token", r"(?i)\b(bearer\s+)([A-Za-z0-9_\-\.=]{20,})"),
+        (
+            "password",
+            r"(?i)\b((?:password|passwd|secret|api_key|apikey|access_token|auth_token)[\"']?"
+            r"\s{0,3}[:=]\s{0,3}[\"']?)(?!\[REDACTED)([^\s\"',;]{8,})",
+        ),
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Cleaned:
+    text: str
+    redacted: dict[str, int]
+    private_spans: int
+
+
+def clean(text: str) -> Cleaned:
+    """Drop ``<private>`` spans and redact secrets; say what was removed."""
+    text, private = _PRIVATE.subn("", text)
+    redacted: dict[str, int] = {}
+    for kind, pattern in SECRET_PATTERNS:
+        mark = f"[REDACTED:{kind}]"
+        if pattern.groups == 2:
+            text, n = pattern.subn(lambda m, mark=mark: m.group(1) + mark, text)
+        else:
+            text, n = pattern.subn(mark, text)
+        if n:
+            redacted[kind] = redacted.get(kind, 0) + n
+    return Cleaned(text=text, redacted=redacted, private_spans=private)
+
+
+def check_content(text: str) -> str:
+    """Refuse text no memory may hold; return it unchanged otherwise."""
+    if "\x00" in text:
+        raise BadInput("the text contains a NUL byte; memories must be plain text")
+    if len(text) > MAX_CONTENT_CHARS:
+        raise BadInput(
+            f"the text is {len(text):,} characters; the limit is {MAX_CONTENT_CHARS:,} characters"
+        )
+    if not text.strip():
+        raise BadInput("the text is empty")
+    return text
+
+
+_KIND_LABEL = re.compile(
+    r"^\s*(?:\*\*)?(decision|decided|fix|fixed|bug|bugfix|note|todo|research|summary|idea|"
+    r"question|lesson|learned|error|incident|plan|config)\b\s*(?:\*\*)?\s*[:\-]",
+    re.IGNORECASE,
+)
+_KIND_OF_LABEL = {
+    "decided": "decision", "fixed": "fix", "bugfix": "fix", "bug": "fix", "learned": "lesson",
+    "error": "fix", "incident": "fix",
+}
+_DECISION_WORDS = re.compile(
+    r"\b(?:we decided|decided to|decision|we will use|we chose|chose to|going with|settled on|"
+    r"switch(?:ed)? to|instead of)\b",
+    re.IGNORECASE,
+)
+_FIX_WORDS = re.compile(
+    r"\b(?:fixed|fixes|fix for|root cause|workaround|resolved|the bug|regression|patched)\b",
+    re.IGNORECASE,
+)
+
+KINDS = (
+    "decision", "fix", "note", "log", "summary", "todo", "research", "idea", "question",
+    "lesson", "plan", "config", "capture",
+)
+
+
+def classify(text: str) -> str:
+    """Guess a memory's kind from a leading label or a few telling words."""
+    m = _KIND_LABEL.match(text)
+    if m:
+        label = m.group(1).lower()
+        return _KIND_OF_LABEL.get(label, label)
+    head = text[:400]
+    if _DECISION_WORDS.search(head):
+        return "decision"
+    if _FIX_WORDS.search(head):
+        return "fix"
+    return "note"
+
+
+def to_timestamp(value: str) -> str:
+    """Parse a user's date or time (``YYYY-MM-DD``, ISO-8601 with optional zone) into the
+    stored fixed-width UTC form; a bare date means its midnight UTC."""
+    from datetime import datetime, timezone
+
+    raw = value.strip()
+    try:
+        parsed = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise BadInput(f"cannot read {value!r} as a date; use YYYY-MM-DD or ISO-8601") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
