@@ -15,6 +15,7 @@ MODULES = (
     "marm.ops.memory",
     "marm.ops.notebook",
     "marm.ops.system",
+    "marm.ops.background",
 )
 
 
