@@ -131,6 +131,12 @@ GROUP_HELP: dict[tuple[str, ...], str] = {
 
 
 def main(argv: list[str] | None = None) -> None:
+    if "_MARM_COMPLETE" in os.environ:
+        # Shell completion (`_MARM_COMPLETE=source_bash marm` prints the shim that
+        # completions/ holds); register Typer's completion classes only then.
+        from typer._completion_classes import completion_init
+
+        completion_init()
     app = build_app()
     try:
         app(args=argv, prog_name="marm", standalone_mode=True)

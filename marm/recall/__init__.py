@@ -35,6 +35,8 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto") -
         raise BadInput(f"unknown recall mode {mode!r}; use one of {', '.join(MODES)}")
     if not query.strip():
         raise BadInput("the query is empty")
+    if "\x00" in query:
+        raise BadInput("the query contains a NUL byte")
     literal = literal_of(query)
     if mode == "exact" or (mode == "auto" and literal is not None):
         return exact(store, literal if literal is not None else query, flt, limit)
