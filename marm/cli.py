@@ -97,7 +97,37 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app() -> typer.Typer:
+def _placeholder(o: Op) -> Any:
+    """A parameterless stand-in that only lends its help to a listing (`marm --help`)."""
+
+    def command() -> None:
+        raise RuntimeError(f"{o.name} was not built")  # never invoked: see selected_ops
+
+    command.__name__ = o.path[-1].replace("-", "_")
+    return command
+
+
+def selected_ops(argv: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[str, ...]]:
+    """The ops an invocation can reach: the named command, or every command of the named
+    group. Only these get their parameters built; the rest only lend their help."""
+    words = []
+    for arg in argv:
+        if arg.startswith("-"):
+            if words:
+                break
+            continue
+        words.append(arg)
+    for length in range(len(words), 0, -1):
+        prefix = tuple(words[:length])
+        reachable = {path for path in ops if path[:length] == prefix}
+        if reachable:
+            return reachable
+    return set()
+
+
+def build_app(argv: list[str] | None = None) -> typer.Typer:
+    """The Typer app. With ``argv``, only the ops it can reach are built in full (a CLI
+    process pays for one command, not forty); without, everything is (completion)."""
     app = typer.Typer(help=_HELP, no_args_is_help=True, pretty_exceptions_enable=False,
                       rich_markup_mode=None,
                       add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
@@ -109,9 +139,11 @@ def build_app() -> typer.Typer:
     ) -> None:
         """marm: local-first memory for coding agents."""
 
+    ops = load()
+    full = set(ops) if argv is None else selected_ops(argv, ops)
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
-    for o in load().values():
-        parent = ()
+    for o in ops.values():
+        parent: tuple[str, ...] = ()
         for word in o.path[:-1]:
             key = (*parent, word)
             if key not in groups:
@@ -119,7 +151,8 @@ def build_app() -> typer.Typer:
                 groups[parent].add_typer(sub, name=word)
                 groups[key] = sub
             parent = key
-        groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(_command(o))
+        function = _command(o) if o.path in full else _placeholder(o)
+        groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(function)
     return app
 
 
@@ -137,9 +170,10 @@ def main(argv: list[str] | None = None) -> None:
         from typer._completion_classes import completion_init
 
         completion_init()
-    app = build_app()
+    args = sys.argv[1:] if argv is None else argv
+    app = build_app(None if "_MARM_COMPLETE" in os.environ else args)
     try:
-        app(args=argv, prog_name="marm", standalone_mode=True)
+        app(args=args, prog_name="marm", standalone_mode=True)
     except MarmError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         sys.exit(exc.exit_code)
