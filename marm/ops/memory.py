@@ -14,6 +14,7 @@ from marm.ops.results import MemoryView, one_line
 from marm.scope import display
 from marm.store import logs, memories, notebook, sessions
 from marm.store.memories import Filter
+from marm.store.records import LogEntry
 from marm.text import check_content, classify, clean, content_hash, to_timestamp
 
 _LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.DOTALL)
@@ -354,22 +355,10 @@ def summary(
 
 
 @dataclass(frozen=True, slots=True)
-class LogLine:
-    id: int
-    memory_id: int
-    entry_date: str | None
-    topic: str | None
-    summary: str
-    session: str | None
-    project: str | None
-    recorded_at: str
-
-
-@dataclass(frozen=True, slots=True)
 class LogShowResult:
     project: str | None
     session: str | None
-    entries: list[LogLine]
+    entries: list[LogEntry]
 
     def text(self) -> str:
         if not self.entries:
@@ -392,4 +381,4 @@ def log_show(
     """List log entries, newest first."""
     project_key = None if all_projects else ctx.project(project)
     rows = logs.listing(ctx.store(), project_key, all_projects, session, limit)
-    return LogShowResult(project_key, session, [LogLine(*(getattr(r, f) for f in LogLine.__slots__)) for r in rows])
+    return LogShowResult(project_key, session, rows)
