@@ -15,6 +15,7 @@ MODULES = (
     "marm.ops.memory",
     "marm.ops.review",
     "marm.ops.notebook",
+    "marm.ops.transfer",
     "marm.ops.system",
     "marm.ops.background",
 )
