@@ -137,12 +137,25 @@ def _read(path: Path) -> list[dict[str, Any]]:
 class _Importer:
     """One import, inside one write transaction: the id maps and the counts."""
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: Any, by_type: dict[str, list[dict[str, Any]]]) -> None:
         self.store = store
         self.ids: dict[str, dict[int, int]] = {"memory": {}, "log": {}}
+        # Fresh ids go above every id the file mentions, so one taken id does not
+        # push the file's other ids out of place.
+        self.top = {
+            "memory": max([r["id"] for r in by_type.get("memory", [])] + [
+                int(e["entity_id"]) for e in by_type.get("event", [])
+                if e["entity"] == "memory" and str(e["entity_id"]).isdigit()] + [0]),
+            "log": max([r["id"] for r in by_type.get("log", [])] + [
+                int(e["entity_id"]) for e in by_type.get("event", [])
+                if e["entity"] == "log" and str(e["entity_id"]).isdigit()] + [0]),
+        }
         self.added: Counter[str] = Counter()
         self.here: Counter[str] = Counter()
         self.forgotten_here = 0
+
+    def fresh(self, entity: str) -> int:
+        return transfer.reserve_id(self.store, entity, self.top[entity])
 
     def local(self, entity: str, exported: int) -> int:
         """The local id of an exported memory or log id that has no record in the file
@@ -151,7 +164,7 @@ class _Importer:
         mapping = self.ids[entity]
         if exported not in mapping:
             taken = transfer.id_taken(self.store, entity, exported)
-            mapping[exported] = transfer.reserve_id(self.store, entity) if taken else exported
+            mapping[exported] = self.fresh(entity) if taken else exported
         return mapping[exported]
 
     def memories(self, records: list[dict[str, Any]]) -> None:
@@ -165,7 +178,7 @@ class _Importer:
                 self.forgotten_here += 1
             else:
                 taken = transfer.id_taken(self.store, "memory", r["id"])
-                local = transfer.reserve_id(self.store, "memory") if taken else r["id"]
+                local = self.fresh("memory") if taken else r["id"]
                 transfer.insert_memory(self.store, r, local)
                 self.ids["memory"][r["id"]] = local
                 self.added["memory"] += 1
@@ -185,8 +198,7 @@ class _Importer:
                 self.ids["log"][r["id"]] = existing
                 self.here["log"] += 1
                 continue
-            local = transfer.reserve_id(self.store, "log") if transfer.id_taken(self.store, "log", r["id"]) \
-                else r["id"]
+            local = self.fresh("log") if transfer.id_taken(self.store, "log", r["id"]) else r["id"]
             transfer.insert_log(self.store, r, local, memory_id)
             self.ids["log"][r["id"]] = local
             self.added["log"] += 1
@@ -244,7 +256,7 @@ def import_(
     for r in records:
         by_type.setdefault(r["type"], []).append(r)
     store = ctx.store()
-    job = _Importer(store)
+    job = _Importer(store, by_type)
     with store.write(), transfer.acting_as(store, "import"):
         job.memories(by_type.get("memory", []))
         job.logs(by_type.get("log", []))

@@ -61,7 +61,7 @@ def _scope(column: str, project: str | None, all_projects: bool) -> tuple[str, l
 
 
 def _dicts(store: Store, sql: str, args: list[Any], fields: tuple[str, ...]) -> list[dict[str, Any]]:
-    return [dict(zip(fields, row)) for row in store.conn.execute(sql, args)]
+    return [dict(zip(fields, row, strict=True)) for row in store.conn.execute(sql, args)]
 
 
 def export_records(store: Store, project: str | None, all_projects: bool) -> Iterator[dict[str, Any]]:
@@ -136,10 +136,11 @@ def _sequence(store: Store, table: str) -> int:
     return max(row[0] if row else 0, top or 0)
 
 
-def reserve_id(store: Store, entity: str) -> int:
-    """A fresh id for ``entity`` that no row or event here uses."""
+def reserve_id(store: Store, entity: str, above: int = 0) -> int:
+    """A fresh id for ``entity`` that no row or event here uses, greater than ``above``
+    (the largest id an import file mentions, so that its free ids stay free)."""
     table = _TABLE_OF[entity]
-    fresh = _sequence(store, table) + 1
+    fresh = max(_sequence(store, table), above) + 1
     while id_taken(store, entity, fresh):
         fresh += 1
     advance_sequence(store, entity, fresh)

@@ -164,7 +164,8 @@ def test_forget_erases_the_text_everywhere_and_keeps_content_free_events(ctx, se
     assert _ids(ctx, "Xylophonequartz77", include="retracted,superseded") == []
     assert memories.get(store, target) is None
     for table, column in (("memory_vectors", "memory_id"), ("log_entries", "memory_id")):
-        assert store.conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,)).fetchone()[0] == 0
+        left = store.conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,))
+        assert left.fetchone()[0] == 0
     assert store.conn.execute("SELECT count(*) FROM outbox WHERE kind = 'embed' AND target = ?",
                               (str(target),)).fetchone()[0] == 0
     assert outbox.pending(store, "concepts") > 0  # re-armed so the graph drops it
