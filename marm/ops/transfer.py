@@ -169,12 +169,13 @@ class _Importer:
 
     def memories(self, records: list[dict[str, Any]]) -> None:
         inserted = []
+        forgotten = transfer.forgotten_texts(self.store)
         for r in records:
             same = transfer.same_memory(self.store, r)
             if same is not None:
                 self.ids["memory"][r["id"]] = same
                 self.here["memory"] += 1
-            elif transfer.forgotten_here(self.store, r["content_hash"], r["project"]):
+            elif (r["content_hash"], r["project"]) in forgotten:
                 self.forgotten_here += 1
             else:
                 taken = transfer.id_taken(self.store, "memory", r["id"])

@@ -110,11 +110,11 @@ def same_memory(store: Store, record: dict[str, Any]) -> int | None:
     return None if row is None else int(row[0])
 
 
-def forgotten_here(store: Store, content_hash: str, project: str | None) -> bool:
-    return store.conn.execute(
-        "SELECT 1 FROM events WHERE action = 'memory.forget' AND before_hash = ? AND project IS ?",
-        (content_hash, project),
-    ).fetchone() is not None
+def forgotten_texts(store: Store) -> set[tuple[str, str | None]]:
+    """(content hash, project) of every memory forgotten here: import does not bring
+    those texts back."""
+    return {(h, p) for h, p in store.conn.execute(
+        "SELECT before_hash, project FROM events WHERE action = 'memory.forget'")}
 
 
 _TABLE_OF = {"memory": "memories", "log": "log_entries"}
