@@ -425,7 +425,7 @@ def log_show(
     all_projects: AllProjects = False,
     limit: Annotated[int, Param("most entries", short="-n")] = 50,
 ) -> LogShowResult:
-    """List log entries, newest first."""
+    """List log entries, newest first (entries of retracted memories are left out)."""
     project_key = None if all_projects else ctx.project(project)
     rows = logs.listing(ctx.store(), project_key, all_projects, session, limit)
     return LogShowResult(project_key, session, [LogLine(*(getattr(r, f) for f in LogLine.__slots__)) for r in rows])

@@ -11,7 +11,7 @@ import pytest
 from marm.errors import BadInput, NotFound, Refused
 from marm.ops import review
 from marm.ops.context import Ctx
-from marm.ops.memory import recall, write_memory
+from marm.ops.memory import log_show, recall, write_memory
 from marm.store import events, memories, outbox
 from tests.helpers import git_init
 
@@ -237,3 +237,10 @@ def test_recall_carries_full_provenance(marm_home, tmp_path):
 def test_include_rejects_unknown_status(ctx, seeded):
     with pytest.raises(BadInput, match="--include"):
         recall(ctx, "payment", include="deleted")
+
+
+def test_log_show_leaves_out_retracted_entries(ctx, seeded):
+    kept = write_memory(ctx, "2025-03-05-webhooks-payment webhook moved to the queue")
+    review.retract(ctx, seeded["log"])
+    shown = [e.memory_id for e in log_show(ctx).entries]
+    assert kept.id in shown and seeded["log"] not in shown
