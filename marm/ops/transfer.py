@@ -22,7 +22,8 @@ from marm.ops.context import Ctx
 from marm.ops.memory import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
 from marm.scope import display
-from marm.store import transfer
+from marm.store import review, transfer
+from marm.store.memories import VISIBLE_STATUSES
 from marm.store.db import now
 
 FORMAT = "marm-export"
@@ -83,6 +84,7 @@ class ImportResult:
     already_here: dict[str, int]
     remapped: dict[str, int]          # exported memory id -> local id, where they differ
     not_restored: int                 # memories whose text was forgotten here
+    kept_retracted: int = 0           # memories whose text is retracted here: imported retracted
 
     def text(self) -> str:
         added = ", ".join(f"{n} {k}" for k, n in self.added.items() if n) or "nothing new"
@@ -94,6 +96,8 @@ class ImportResult:
                          + ", ".join(f"#{a} -> #{b}" for a, b in self.remapped.items()))
         if self.not_restored:
             lines.append(f"{self.not_restored} memories were forgotten here and stay forgotten")
+        if self.kept_retracted:
+            lines.append(f"{self.kept_retracted} memories are retracted here and came in retracted")
         return "\n".join(lines)
 
 
@@ -153,6 +157,7 @@ class _Importer:
         self.added: Counter[str] = Counter()
         self.here: Counter[str] = Counter()
         self.forgotten_here = 0
+        self.retracted_here = 0
 
     def fresh(self, entity: str) -> int:
         return transfer.reserve_id(self.store, entity, self.top[entity])
@@ -180,7 +185,13 @@ class _Importer:
             else:
                 taken = transfer.id_taken(self.store, "memory", r["id"])
                 local = self.fresh("memory") if taken else r["id"]
-                transfer.insert_memory(self.store, r, local)
+                grave = review.tombstone(self.store, r["content_hash"], r["project"])
+                note = None
+                if grave is not None and r["status"] in VISIBLE_STATUSES:
+                    r = {**r, "status": "retracted", "status_reason": grave.reason or "retracted here"}
+                    note = {"retracted_here": grave.memory_id}
+                    self.retracted_here += 1
+                transfer.insert_memory(self.store, r, local, note)
                 self.ids["memory"][r["id"]] = local
                 self.added["memory"] += 1
                 inserted.append(r)
@@ -246,7 +257,8 @@ def import_(
 
     Idempotent: importing the same file twice adds nothing. A memory whose id is taken
     here by a different memory gets a fresh id (listed as remapped), and its log entry,
-    links and history follow it. Text forgotten here stays forgotten. Existing
+    links and history follow it. Text forgotten here stays forgotten; text retracted
+    here comes in retracted. Existing
     notebook entries are replaced only by newer ones; existing verdicts stand. Imported
     memories are queued for embedding and concepts; the import's own events have the
     source `import`.
@@ -274,4 +286,5 @@ def import_(
             job.event(r)
         job.finish()
     remapped = {str(a): b for a, b in job.ids["memory"].items() if a != b}
-    return ImportResult(str(file), dict(job.added), dict(job.here), remapped, job.forgotten_here)
+    return ImportResult(str(file), dict(job.added), dict(job.here), remapped, job.forgotten_here,
+                        job.retracted_here)

@@ -9,7 +9,7 @@ records back keeping ids and times, and is idempotent:
   history) gets a fresh id, and every reference in the file (log rows, supersede links,
   tombstones, events) follows it: a *remap*, reported in the result;
 - a text forgotten here (a ``memory.forget`` event with its hash in its project) is not
-  brought back;
+  brought back, and a text retracted here (a tombstone) comes in retracted;
 - events already here (same time, action and entity) are not added again.
 
 Only ids never reused matter: after an import, the id sequences are moved past every
@@ -155,10 +155,12 @@ def advance_sequence(store: Store, entity: str, at_least: int) -> None:
         store.conn.execute("INSERT INTO sqlite_sequence (name, seq) VALUES (?, ?)", (table, at_least))
 
 
-def insert_memory(store: Store, record: dict[str, Any], memory_id: int) -> Memory:
+def insert_memory(store: Store, record: dict[str, Any], memory_id: int,
+                  note: dict[str, Any] | None = None) -> Memory:
     """Insert an exported memory as it was (times, status, provenance) under ``memory_id``,
     without its supersede link (``link_superseded`` sets it once both ends exist). Queues
-    its ``embed`` and ``concepts`` tasks and records a ``memory.import`` event."""
+    its ``embed`` and ``concepts`` tasks and records a ``memory.import`` event (``note``
+    adds to its detail)."""
     assert store.in_transaction
     values = {**record, "id": memory_id, "superseded_by": None,
               "metadata": orjson.dumps(record.get("metadata") or {}).decode()}
@@ -168,7 +170,7 @@ def insert_memory(store: Store, record: dict[str, Any], memory_id: int) -> Memor
     )
     for task in memories.TASK_KINDS:
         outbox.enqueue(store, task, memory_id, record["content_hash"])
-    detail: dict[str, Any] = {"status": record["status"]}
+    detail: dict[str, Any] = {"status": record["status"], **(note or {})}
     if memory_id != record["id"]:
         detail["exported_id"] = record["id"]
     events.append(store, "memory.import", "memory", memory_id, after_hash=record["content_hash"],

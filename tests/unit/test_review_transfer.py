@@ -176,6 +176,24 @@ def test_text_forgotten_here_is_not_brought_back(exported, tmp_path):
         target.close()
 
 
+def test_text_retracted_here_comes_in_retracted(exported, tmp_path):
+    _, ids, path, work = exported
+    target = _ctx(tmp_path / "other-home", work)
+    try:
+        local = write_memory(target, "DECISION: the payment webhook uses idempotency keys").id
+        review.retract(target, local, reason="we dropped the keys")
+        result = import_(target, str(path))
+        assert result.kept_retracted == 1
+        found = [r.id for r in recall(target, "payment webhook", limit=20).results]
+        assert ids["log"] in found
+        imported_keys = int(result.remapped.get(str(ids["keys"]), ids["keys"]))
+        assert imported_keys not in found and local not in found
+        row = recall(target, "idempotency keys", include="retracted", limit=20).results
+        assert {r.id: r.status for r in row}[imported_keys] == "retracted"
+    finally:
+        target.close()
+
+
 def test_project_export_leaves_other_projects_out(tmp_path, marm_home):
     repo_a, repo_b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
     plain = tmp_path / "plain"
