@@ -151,12 +151,14 @@ def flush_wal(store: Store) -> bool:
 
 
 def history(store: Store, memory_id: int) -> list[Event]:
-    """Every event of a memory and of its log row, oldest first."""
+    """Every event of a memory, of its log row and tombstone, and the supersedes that
+    name it as the newer memory; oldest first."""
     return events.matching(
         store,
         "(entity = 'memory' AND entity_id = ?)"
-        " OR (entity IN ('log', 'tombstone') AND json_extract(detail, '$.memory_id') = ?)",
-        [str(memory_id), memory_id],
+        " OR (entity IN ('log', 'tombstone') AND json_extract(detail, '$.memory_id') = ?)"
+        " OR (action = 'memory.supersede' AND json_extract(detail, '$.superseded_by') = ?)",
+        [str(memory_id), memory_id, memory_id],
     )
 
 

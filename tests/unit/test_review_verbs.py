@@ -207,6 +207,7 @@ def test_history_is_oldest_first_with_surface_platform_reason_and_hashes(marm_ho
         review.supersede(agent, first, by=second, reason="upgraded")
         review.restore(shell, first)
         hist = review.history(shell, first)
+        newer = [(e.action, e.entity_id) for e in review.history(shell, second).events]
     finally:
         agent.close()
         shell.close()
@@ -219,6 +220,7 @@ def test_history_is_oldest_first_with_surface_platform_reason_and_hashes(marm_ho
     assert all(e.after_hash == hist.events[0].after_hash for e in hist.events)
     assert [e.at for e in hist.events] == sorted(e.at for e in hist.events)
     assert hist.status == "active"
+    assert newer == [("memory.create", str(second)), ("memory.supersede", str(first))]
 
 
 def test_recall_carries_full_provenance(marm_home, tmp_path):
