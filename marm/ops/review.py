@@ -103,11 +103,11 @@ def supersede(
     by: Annotated[int, Param("the memory that replaces it")],
     reason: Reason = None,
 ) -> ReviewResult:
-    """Replace memory OLD by memory NEW: recall returns NEW and no longer OLD.
+    """Replace memory OLD by the newer memory given with --by: recall returns the newer one.
 
-    OLD stays valid until NEW's valid_from (or now, if NEW has none), so
-    `marm recall --as-of` an earlier date still finds OLD. NEW must be active or
-    doubted, and visible wherever OLD is (same project, or global).
+    OLD stays valid until the newer memory's valid_from (or now, if it has none), so
+    `marm recall --as-of` an earlier date still finds OLD. The newer memory must be
+    active or doubted, and visible wherever OLD is (same project, or global).
     """
     if old == by:
         raise BadInput("a memory cannot supersede itself")
@@ -218,8 +218,12 @@ class HistoryResult:
 
 @op("history", mcp="marm_history", read_only=True, idempotent=True)
 def history(ctx: Ctx, id: MemoryId) -> HistoryResult:
-    """Every event of a memory, oldest first: what, when, which surface and agent,
-    why, and the content hashes before and after. Works for forgotten memories too."""
+    """Every event of a memory, oldest first.
+
+    Each event says what happened, when, through which surface (cli, mcp, hook:<event>,
+    import) and agent, why, and the content hashes before and after. Works for
+    forgotten memories too: their history stays, without their text.
+    """
     store = ctx.store()
     found = review.history(store, id)
     memory = memories.get(store, id)
