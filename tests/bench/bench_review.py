@@ -1,11 +1,17 @@
 """Benchmark: review verbs, as-of recall and export/import on a store of N memories.
 
-    python tests/bench/bench_review.py [--memories 2000] [--repeat 15]
+    python tests/bench/bench_review.py [--memories 2000] [--repeat 15] [--peer-entries 200]
 
 Runs in-process (no subprocess start-up in the figures) against real SQLite files in a
 temporary MARM_HOME. Prints readable figures, then one JSON line. Forget is the costly
 verb on purpose: it rewrites both FTS indexes (``optimize``) and checkpoints the WAL
 so the erased text leaves no trace in the file; the figure shows what that costs at N.
+
+Where the MARM peer is installed (``$PEER``, default /tmp/marm-peer; see
+../shared/peer/), the same forgetting work runs against it over MCP STDIO (FTS-only,
+in a private HOME): its delete, whether the deleted text is still in its database
+file, and whether it refuses the deleted text when written again. MARM has no
+retract, supersede, as-of or export, so only delete compares.
 """
 
 from __future__ import annotations
@@ -45,10 +51,81 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def peer_forgetting(entries: int, repeat: int, root: Path) -> dict | None:
+    """Log ``entries`` in the MARM peer, delete ``repeat`` of them, then check what is left."""
+    import sys
+
+    peer = Path(os.environ.get("PEER", "/tmp/marm-peer"))
+    driver_dir = Path(__file__).resolve().parents[3] / "shared" / "peer"
+    if not (peer / "venv" / "bin" / "marm-mcp-stdio").exists():
+        return None
+    for candidate in (driver_dir, Path(os.environ.get("PEER_DRIVER", "")).expanduser()):
+        if (candidate / "driver.py").exists():
+            sys.path.insert(0, str(candidate))
+            break
+    else:
+        return None
+    import driver  # type: ignore[import-not-found]
+
+    home, work = root / "peer-home", root / "peer-work" / "proj"
+    work.mkdir(parents=True)
+    home.mkdir()
+    server = driver.Server(cwd=str(work), env_extra={
+        "HOME": str(home), "SEMANTIC_SEARCH_ENABLED": "0", "HF_HUB_OFFLINE": "1"},
+        stderr_path=str(root / "peer.err"))
+    try:
+        server.initialize()
+        ids = []
+        for i in range(entries):
+            reply, _ = server.call("marm_log_entry", {"entry": f"2025-01-01-bench-{text(i)} pmark{i}x",
+                                                      "session_name": "bench"})
+            ids.append(server.payload(reply)["entry_id"])
+        deletes = []
+        for i in range(repeat):
+            _, seconds = server.call("marm_delete", {"type": "log", "target": ids[i], "session_name": "bench"})
+            deletes.append(seconds)
+        reply, _ = server.call("marm_smart_recall", {"query": "pmark0x", "session_name": "bench"})
+        still_recalled = any("pmark0x" in str(r.get("content")) for r in server.payload(reply).get("results", []))
+        reply, _ = server.call("marm_log_entry", {"entry": f"2025-01-01-bench-{text(0)} pmark0x",
+                                                  "session_name": "bench"})
+        accepted_again = server.payload(reply).get("status") == "success"
+    finally:
+        server.close()
+    left = sum(b"pmark%dx" % i in b"".join(p.read_bytes() for p in home.rglob("*.db*")) for i in range(1, repeat))
+    return {"peer_delete_ms": median_ms(deletes), "peer_deleted_still_recalled": still_recalled,
+            "peer_deleted_texts_left_in_file": left, "peer_deleted_text_accepted_again": accepted_again}
+
+
+def marm_forgetting(entries: int, repeat: int, root: Path) -> dict:
+    """The same work in marm: forget (after retract, so the text is refused later)."""
+    work = root / "marm-work"
+    work.mkdir()
+    home = root / "marm-forget-home"
+    ctx = Ctx(cwd=work, env={**os.environ, "MARM_HOME": str(home)})
+    try:
+        ids = [write_memory(ctx, f"2025-01-01-bench-{text(i)} pmark{i}x").id for i in range(entries)]
+        forgets = []
+        for i in range(repeat):
+            review.retract(ctx, ids[i])
+            forgets.append(timed(lambda i=i: review.forget(ctx, ids[i])))
+        still = any("pmark0x" in r.content for r in recall(ctx, "pmark0x", include="retracted").results)
+        try:
+            write_memory(ctx, f"2025-01-01-bench-{text(0)} pmark0x")
+            accepted_again = True
+        except Exception:  # noqa: BLE001 - Refused is the expected answer
+            accepted_again = False
+    finally:
+        ctx.close()
+    left = sum(b"pmark%dx" % i in b"".join(p.read_bytes() for p in home.glob("marm.db*")) for i in range(1, repeat))
+    return {"forget_ms_small": median_ms(forgets), "deleted_still_recalled": still,
+            "deleted_texts_left_in_file": left, "deleted_text_accepted_again": accepted_again}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memories", type=int, default=2000)
     parser.add_argument("--repeat", type=int, default=15)
+    parser.add_argument("--peer-entries", type=int, default=200)
     args = parser.parse_args()
     n, repeat = args.memories, args.repeat
 
@@ -84,6 +161,8 @@ def main() -> None:
         again_s = timed(lambda: import_(target, str(dump)))
         target.close()
         size_kb = dump.stat().st_size / 1024
+        ours = marm_forgetting(args.peer_entries, repeat, Path(tmp))
+        theirs = peer_forgetting(args.peer_entries, repeat, Path(tmp))
 
     figures = {
         "memories": n,
@@ -101,7 +180,11 @@ def main() -> None:
         "export_kib": round(size_kb),
         "import_s": round(import_s, 3),
         "reimport_s": round(again_s, 3),
+        **ours,
+        **(theirs or {"peer": "not installed"}),
     }
+    if theirs:
+        figures["forget_vs_peer_delete"] = round(ours["forget_ms_small"] / theirs["peer_delete_ms"], 2)
     print(f"store of {n} memories, medians over {repeat} calls (verbs) / {len(queries)} queries (recall)")
     print(f"  log {figures['log_ms']} ms | doubt {figures['doubt_ms']} ms | retract {figures['retract_ms']} ms"
           f" | supersede {figures['supersede_ms']} ms | restore {figures['restore_ms']} ms")
@@ -110,6 +193,20 @@ def main() -> None:
           f" | --include retracted,superseded {figures['recall_include_ms']} ms")
     print(f"  export {figures['export_s']} s ({figures['export_kib']} KiB) | import into an empty store"
           f" {figures['import_s']} s | same file again {figures['reimport_s']} s")
+    print(f"forgetting, {args.peer_entries} entries, {repeat} removed (marm: retract + forget; "
+          f"MARM peer: delete over MCP STDIO)")
+    print(f"  marm forget {ours['forget_ms_small']} ms in-process | text left in the file:"
+          f" {ours['deleted_texts_left_in_file']}/{repeat - 1} | still recalled: {ours['deleted_still_recalled']}"
+          f" | same text accepted again: {ours['deleted_text_accepted_again']}")
+    if theirs:
+        print(f"  peer delete {theirs['peer_delete_ms']} ms per MCP call | text left in the file:"
+              f" {theirs['peer_deleted_texts_left_in_file']}/{repeat - 1} | still recalled:"
+              f" {theirs['peer_deleted_still_recalled']} | same text accepted again:"
+              f" {theirs['peer_deleted_text_accepted_again']}")
+        print(f"  ratio marm forget / peer delete: {figures['forget_vs_peer_delete']}"
+              " (in-process vs one MCP round trip: indicative only)")
+    else:
+        print("  MARM peer not installed ($PEER): no side-by-side figures")
     print(json.dumps(figures))
 
 
