@@ -51,6 +51,12 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
+def texts_left(files: list[Path], removed: int) -> int:
+    """How many removed entries' markers (pmark1x ...) are still somewhere in ``files``."""
+    data = b"".join(p.read_bytes() for p in files)
+    return sum(b"pmark%dx" % i in data for i in range(1, removed))
+
+
 def peer_forgetting(entries: int, repeat: int, root: Path) -> dict | None:
     """Log ``entries`` in the MARM peer, delete ``repeat`` of them, then check what is left."""
     import sys
@@ -82,16 +88,18 @@ def peer_forgetting(entries: int, repeat: int, root: Path) -> dict | None:
             ids.append(server.payload(reply)["entry_id"])
         deletes = []
         for i in range(repeat):
-            _, seconds = server.call("marm_delete", {"type": "log", "target": ids[i], "session_name": "bench"})
+            _, seconds = server.call("marm_delete",
+                                     {"type": "log", "target": ids[i], "session_name": "bench"})
             deletes.append(seconds)
         reply, _ = server.call("marm_smart_recall", {"query": "pmark0x", "session_name": "bench"})
-        still_recalled = any("pmark0x" in str(r.get("content")) for r in server.payload(reply).get("results", []))
+        results = server.payload(reply).get("results", [])
+        still_recalled = any("pmark0x" in str(r.get("content")) for r in results)
         reply, _ = server.call("marm_log_entry", {"entry": f"2025-01-01-bench-{text(0)} pmark0x",
                                                   "session_name": "bench"})
         accepted_again = server.payload(reply).get("status") == "success"
     finally:
         server.close()
-    left = sum(b"pmark%dx" % i in b"".join(p.read_bytes() for p in home.rglob("*.db*")) for i in range(1, repeat))
+    left = texts_left(list(home.rglob("*.db*")), repeat)
     return {"peer_delete_ms": median_ms(deletes), "peer_deleted_still_recalled": still_recalled,
             "peer_deleted_texts_left_in_file": left, "peer_deleted_text_accepted_again": accepted_again}
 
@@ -116,7 +124,7 @@ def marm_forgetting(entries: int, repeat: int, root: Path) -> dict:
             accepted_again = False
     finally:
         ctx.close()
-    left = sum(b"pmark%dx" % i in b"".join(p.read_bytes() for p in home.glob("marm.db*")) for i in range(1, repeat))
+    left = texts_left(list(home.glob("marm.db*")), repeat)
     return {"forget_ms_small": median_ms(forgets), "deleted_still_recalled": still,
             "deleted_texts_left_in_file": left, "deleted_text_accepted_again": accepted_again}
 
@@ -137,7 +145,8 @@ def main() -> None:
         ids = list(range(1, n + 1))
 
         doubt = [timed(lambda i=i: review.doubt(ctx, ids[i])) for i in range(repeat)]
-        retract = [timed(lambda i=i: review.retract(ctx, ids[repeat + i], reason="bench")) for i in range(repeat)]
+        retract = [timed(lambda i=i: review.retract(ctx, ids[repeat + i], reason="bench"))
+                   for i in range(repeat)]
         supersede = [timed(lambda i=i: review.supersede(ctx, ids[2 * repeat + i], by=ids[-1 - i]))
                      for i in range(repeat)]
         restore = [timed(lambda i=i: review.restore(ctx, ids[repeat + i])) for i in range(repeat)]
@@ -186,8 +195,9 @@ def main() -> None:
     if theirs:
         figures["forget_vs_peer_delete"] = round(ours["forget_ms_small"] / theirs["peer_delete_ms"], 2)
     print(f"store of {n} memories, medians over {repeat} calls (verbs) / {len(queries)} queries (recall)")
-    print(f"  log {figures['log_ms']} ms | doubt {figures['doubt_ms']} ms | retract {figures['retract_ms']} ms"
-          f" | supersede {figures['supersede_ms']} ms | restore {figures['restore_ms']} ms")
+    print(f"  log {figures['log_ms']} ms | doubt {figures['doubt_ms']} ms"
+          f" | retract {figures['retract_ms']} ms | supersede {figures['supersede_ms']} ms"
+          f" | restore {figures['restore_ms']} ms")
     print(f"  forget {figures['forget_ms']} ms (FTS optimize + WAL checkpoint included)")
     print(f"  recall lexical {figures['recall_lexical_ms']} ms | --as-of {figures['recall_as_of_ms']} ms"
           f" | --include retracted,superseded {figures['recall_include_ms']} ms")
@@ -196,7 +206,8 @@ def main() -> None:
     print(f"forgetting, {args.peer_entries} entries, {repeat} removed (marm: retract + forget; "
           f"MARM peer: delete over MCP STDIO)")
     print(f"  marm forget {ours['forget_ms_small']} ms in-process | text left in the file:"
-          f" {ours['deleted_texts_left_in_file']}/{repeat - 1} | still recalled: {ours['deleted_still_recalled']}"
+          f" {ours['deleted_texts_left_in_file']}/{repeat - 1}"
+          f" | still recalled: {ours['deleted_still_recalled']}"
           f" | same text accepted again: {ours['deleted_text_accepted_again']}")
     if theirs:
         print(f"  peer delete {theirs['peer_delete_ms']} ms per MCP call | text left in the file:"
