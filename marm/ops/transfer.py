@@ -23,8 +23,8 @@ from marm.ops.memory import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
 from marm.scope import display
 from marm.store import review, transfer
-from marm.store.memories import VISIBLE_STATUSES
 from marm.store.db import now
+from marm.store.memories import VISIBLE_STATUSES
 
 FORMAT = "marm-export"
 VERSION = 1
@@ -132,10 +132,35 @@ def _read(path: Path) -> list[dict[str, Any]]:
             missing = [f for f in FIELDS[kind] if f not in record]
             if missing:
                 raise BadInput(f"{path.name} line {number}: {kind} record lacks {', '.join(missing)}")
+            problem = _problem(kind, record)
+            if problem:
+                raise BadInput(f"{path.name} line {number}: {problem}")
         records.append(record)
     if not records:
         raise BadInput(f"{path.name} is empty")
     return records[1:]
+
+
+def _problem(kind: str, record: dict[str, Any]) -> str | None:
+    """What makes a record unusable (wrong types, unknown status), or None."""
+    ints = {"memory": ("id",), "log": ("id", "memory_id")}.get(kind, ())
+    texts = {"memory": ("content", "content_hash", "recorded_at"), "event": ("at", "action", "entity"),
+             "notebook": ("name", "content")}.get(kind, ())
+    for name in ints:
+        if not isinstance(record[name], int) or isinstance(record[name], bool) or record[name] < 1:
+            return f"{kind} {name} must be a positive integer"
+    for name in texts:
+        if not isinstance(record[name], str) or not record[name]:
+            return f"{kind} {name} must be a non-empty string"
+    if kind == "memory" and record["status"] not in STATUSES:
+        return f"unknown memory status {record['status']!r}"
+    if kind == "memory" and not (record["superseded_by"] is None or isinstance(record["superseded_by"], int)):
+        return "memory superseded_by must be an id or null"
+    return None
+
+
+#: The statuses a memory can have.
+STATUSES = ("active", "doubted", "superseded", "retracted")
 
 
 class _Importer:

@@ -222,6 +222,11 @@ def test_project_export_leaves_other_projects_out(tmp_path, marm_home):
     ('{"type": "marm-export", "version": 1}\nnot json\n', "line 2 is not JSON"),
     ('{"type": "marm-export", "version": 1}\n{"type": "memory", "id": 1}\n', "memory record lacks"),
     ('{"type": "marm-export", "version": 1}\n{"type": "spaceship"}\n', "unknown record type"),
+    ('{"type": "marm-export", "version": 1}\n' + orjson.dumps({
+        "type": "memory", "id": 1, "content": "x", "content_hash": "h", "kind": "note", "session": None,
+        "project": None, "platform": None, "source": "cli", "recorded_at": "2025-01-01T00:00:00.000000Z",
+        "valid_from": None, "valid_to": None, "status": "lost", "status_reason": None,
+        "superseded_by": None, "metadata": {}}).decode() + "\n", "unknown memory status"),
 ])
 def test_bad_files_are_refused_before_anything_is_written(ctx, tmp_path, content, message):
     write_memory(ctx, "something already stored")
