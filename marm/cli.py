@@ -39,6 +39,16 @@ def emit(result: Any, as_json: bool | None) -> None:
     """Print ``result`` as one JSON object, or as text for a person."""
     import orjson
 
+    document = getattr(result, "document", None)
+    if document is not None:
+        # A result that is a document (an export) is printed as itself in either mode;
+        # its summary goes to a person's terminal on stderr.
+        for line in document():
+            sys.stdout.write(line + "\n")
+        sys.stdout.flush()
+        if sys.stderr.isatty():
+            print(result.text(), file=sys.stderr)
+        return
     if as_json is None:
         as_json = not sys.stdout.isatty()
     if as_json or not hasattr(result, "text"):

@@ -13,7 +13,9 @@ from marm.ops.registry import REGISTRY, Op, Param, op
 #: Op modules, in the order their commands appear in `marm --help`.
 MODULES = (
     "marm.ops.memory",
+    "marm.ops.review",
     "marm.ops.notebook",
+    "marm.ops.transfer",
     "marm.ops.system",
     "marm.ops.background",
 )

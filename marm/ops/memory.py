@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from marm import recall as recall_lanes
-from marm.errors import BadInput, NotFound
+from marm.errors import BadInput, NotFound, Refused
 from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView, one_line
 from marm.scope import display
-from marm.store import logs, memories, notebook, sessions
+from marm.store import logs, memories, notebook, review, sessions
 from marm.store.memories import Filter
 from marm.store.records import LogEntry
 from marm.text import check_content, classify, clean, content_hash, to_timestamp
@@ -67,12 +67,15 @@ def write_memory(
     valid_from: str | None = None,
     valid_to: str | None = None,
     metadata: dict | None = None,
+    force: bool = False,
 ) -> LogResult:
     """The one write path every surface takes (CLI, MCP, hooks, benchmarks).
 
     Cleans the text (``<private>`` spans, secrets), parses the log form, and writes the
     memory, its log row, its outbox tasks and its events in one transaction. The same
-    text already active in the same project is not stored twice.
+    text already active in the same project is not stored twice. Text retracted in the
+    same scope (a tombstone) is refused with ``Refused`` unless ``force``; a forced
+    write says so in its event.
     """
     check_content(text)
     cleaned = clean(text)
@@ -91,6 +94,13 @@ def write_memory(
     digest = content_hash(body)
     store = ctx.store()
     with store.write():
+        grave = review.tombstone(store, digest, project_key)
+        if grave is not None and not force:
+            raise Refused(
+                f"this text was retracted in {display(project_key)} (memory #{grave.memory_id}"
+                + (f": {grave.reason}" if grave.reason else "")
+                + "); pass --force to store it anyway"
+            )
         existing = memories.find_by_hash(store, digest, project_key)
         if existing is not None and existing.status in memories.VISIBLE_STATUSES:
             log_row = logs.for_memory(store, existing.id)
@@ -103,6 +113,7 @@ def write_memory(
             store, content=body, content_hash=digest, kind=memory_kind, session=session_name,
             project=project_key, valid_from=start, valid_to=end,
             metadata={**(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
+            detail={"forced": True, "tombstone_of": grave.memory_id} if grave is not None else None,
         )
         log_id = None
         if parsed:
@@ -125,15 +136,19 @@ def log(
                                       short="-k")] = None,
     valid_from: Annotated[str | None, Param("when this became true (YYYY-MM-DD or ISO time)")] = None,
     valid_to: Annotated[str | None, Param("when this stopped being true")] = None,
+    force: Annotated[bool, Param("store it even though the same text was retracted here "
+                                 "(the event records that it was forced)")] = False,
 ) -> LogResult:
     """Store a memory (a decision, fix, note, or a dated log entry).
 
     Secrets are redacted and <private>...</private> spans dropped before anything is
     stored. The memory is found by exact text at once and by meaning once embedded.
+    Text retracted in this project (`marm retract`) is refused with exit code 5
+    unless --force is given.
     """
     return write_memory(
         ctx, text, session=session, project=project, kind=kind, valid_from=valid_from,
-        valid_to=valid_to,
+        valid_to=valid_to, force=force,
     )
 
 
@@ -162,14 +177,31 @@ def memory_filter(
     session: str | None = None,
     kind: str | None = None,
     as_of: str | None = None,
+    include: str | None = None,
 ) -> Filter:
+    """The read filter of an op's scope flags. ``include`` widens the statuses
+    (``retracted,superseded``); ``as_of`` also admits memories superseded later, since
+    they were valid at that time."""
+    statuses = list(memories.VISIBLE_STATUSES)
+    for word in (include or "").replace(" ", "").split(","):
+        if word and word not in INCLUDABLE:
+            raise BadInput(f"--include takes {', '.join(INCLUDABLE)} (comma-separated), not {word!r}")
+        if word and word not in statuses:
+            statuses.append(word)
+    if as_of and "superseded" not in statuses:
+        statuses.append("superseded")
     return Filter(
         project=None if all_projects else ctx.project(project),
         all_projects=all_projects,
         session=session,
         kind=kind,
+        statuses=tuple(statuses),
         as_of=to_timestamp(as_of) if as_of else None,
     )
+
+
+#: Statuses a read leaves out unless asked for with ``--include``.
+INCLUDABLE = ("retracted", "superseded")
 
 
 @op("recall", mcp="marm_smart_recall", read_only=True, idempotent=True)
@@ -184,18 +216,22 @@ def recall(
     project: ProjectOpt = None,
     all_projects: AllProjects = False,
     kind: Annotated[str | None, Param("only memories of this kind", short="-k")] = None,
-    as_of: Annotated[str | None, Param("what was valid at this date/time")] = None,
+    as_of: Annotated[str | None, Param("what was valid at this date/time (YYYY-MM-DD or ISO): "
+                                       "includes memories superseded since")] = None,
+    include: Annotated[str | None, Param("also return these statuses: retracted, superseded "
+                                         "(comma-separated)")] = None,
     detail: Annotated[Detail, Param("content length: 1 short, 2 medium, 3 full")] = 2,
 ) -> RecallResult:
     """Find memories by exact text or by meaning.
 
     Defaults to the current project plus global memories, across sessions; retracted
-    and superseded memories are left out, doubted ones come back marked.
+    and superseded memories are left out (--include widens), doubted ones come back
+    marked. --as-of answers with what was valid at that time.
     """
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     flt = memory_filter(ctx, project=project, all_projects=all_projects, session=session,
-                        kind=kind, as_of=as_of)
+                        kind=kind, as_of=as_of, include=include)
     outcome = recall_lanes.run(ctx.store(), query, flt, limit, mode)
     views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
     return RecallResult(query, outcome.mode, flt.project, views, outcome.note)
@@ -378,7 +414,7 @@ def log_show(
     all_projects: AllProjects = False,
     limit: Annotated[int, Param("most entries", short="-n")] = 50,
 ) -> LogShowResult:
-    """List log entries, newest first."""
+    """List log entries, newest first (entries of retracted memories are left out)."""
     project_key = None if all_projects else ctx.project(project)
     rows = logs.listing(ctx.store(), project_key, all_projects, session, limit)
     return LogShowResult(project_key, session, rows)

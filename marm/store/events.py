@@ -83,3 +83,12 @@ def recent(store: Store, limit: int = 50, action: str | None = None) -> list[Eve
 
 def count(store: Store) -> int:
     return int(store.conn.execute("SELECT count(*) FROM events").fetchone()[0])
+
+
+def matching(store: Store, where: str, args: list[Any]) -> list[Event]:
+    """Events matching a SQL condition (store-internal callers only), oldest first by
+    time: imported events keep their times but not their ids."""
+    rows = store.conn.execute(
+        f"SELECT {_COLUMNS} FROM events WHERE {where} ORDER BY at, id", args
+    ).fetchall()
+    return [_event(r) for r in rows]

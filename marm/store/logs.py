@@ -41,8 +41,10 @@ def for_memory(store: Store, memory_id: int) -> LogEntry | None:
 def listing(
     store: Store, project: str | None, all_projects: bool, session: str | None, limit: int
 ) -> list[LogEntry]:
-    """Newest first; the caller's project plus global rows unless ``all_projects``."""
-    clauses, args = [], []
+    """Newest first; the caller's project plus global rows unless ``all_projects``.
+    Entries of retracted memories are left out (a retraction says they were wrong)."""
+    clauses = ["memory_id NOT IN (SELECT id FROM memories WHERE status = 'retracted')"]
+    args: list = []
     if not all_projects:
         if project is None:
             clauses.append("project IS NULL")

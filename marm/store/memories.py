@@ -65,11 +65,13 @@ class Filter:
             clauses.append(f"{alias}.status IN ({','.join('?' * len(self.statuses))})")
             args.extend(self.statuses)
         if self.as_of is not None:
+            # Validity time, as known now: a memory back-dated with valid_from counts from
+            # then; one without counts from when it was recorded.
             clauses.append(
-                f"{alias}.recorded_at <= ? AND coalesce({alias}.valid_from, {alias}.recorded_at) <= ?"
+                f"coalesce({alias}.valid_from, {alias}.recorded_at) <= ?"
                 f" AND ({alias}.valid_to IS NULL OR {alias}.valid_to > ?)"
             )
-            args.extend([self.as_of, self.as_of, self.as_of])
+            args.extend([self.as_of, self.as_of])
         return (" AND ".join(clauses) or "1"), args
 
 
@@ -87,8 +89,10 @@ def insert(
     recorded_at: str | None = None,
     status: str = "active",
     memory_id: int | None = None,
+    detail: dict[str, Any] | None = None,
 ) -> Memory:
-    """Insert one memory with its outbox tasks and event. Call inside ``store.write()``."""
+    """Insert one memory with its outbox tasks and event (``detail`` adds to the event's
+    detail, e.g. that a tombstone was overridden). Call inside ``store.write()``."""
     assert store.in_transaction, "insert runs inside the caller's write transaction"
     recorded = recorded_at or now()
     cur = store.conn.execute(
@@ -105,7 +109,7 @@ def insert(
         outbox.enqueue(store, task, new_id, content_hash)
     events.append(
         store, "memory.create", "memory", new_id, after_hash=content_hash,
-        session=session, project=project, detail={"kind": kind},
+        session=session, project=project, detail={"kind": kind, **(detail or {})},
     )
     return get(store, new_id)  # type: ignore[return-value]
 

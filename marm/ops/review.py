@@ -1,0 +1,234 @@
+"""Review ops: the verdicts a person (or an agent) gives on a memory, and its history.
+
+- doubt: still returned by recall, marked doubted.
+- retract: left out of recall; a tombstone on the text's hash and scope refuses the
+  same text later (exit code 5) unless ``marm log --force``.
+- supersede OLD --by NEW: OLD stops being valid when NEW starts (its valid_to), so
+  recall returns NEW, and ``--as-of`` an earlier time still returns OLD.
+- restore: makes a memory active again, whatever verdict it carries.
+- forget: erases the text for good (privacy); content-free events remain.
+- history: every event of a memory, oldest first.
+
+Every verdict is an event; nothing is changed without a trace.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from marm.errors import BadInput, NotFound
+from marm.ops.context import Ctx
+from marm.ops.registry import Param, op
+from marm.ops.results import MemoryView
+from marm.store import memories, review
+from marm.store.db import Store, now
+from marm.store.records import Memory
+
+MemoryId = Annotated[int, Param("memory id", argument=True)]
+Reason = Annotated[str | None, Param("why, kept in the audit trail (see `marm history`)", short="-r")]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewResult:
+    id: int
+    action: str
+    changed: bool                  # False when the memory already carried this verdict
+    status: str | None             # None once forgotten
+    previous_status: str | None
+    message: str
+    memory: MemoryView | None = None
+
+    def text(self) -> str:
+        return self.message
+
+
+def _load(store: Store, memory_id: int) -> Memory:
+    memory = memories.get(store, memory_id)
+    if memory is None:
+        if review.forgotten(store, memory_id):
+            raise NotFound(f"memory #{memory_id} was forgotten; its content is gone")
+        raise NotFound(f"no memory with id {memory_id}")
+    return memory
+
+
+def _result(action: str, before: Memory, after: Memory | None, message: str) -> ReviewResult:
+    changed = after is None or (before.status, before.superseded_by, before.valid_to) != (
+        after.status, after.superseded_by, after.valid_to)
+    return ReviewResult(before.id, action, changed, after.status if after else None, before.status,
+                        message, MemoryView.of(after) if after else None)
+
+
+@op("doubt", mcp="marm_doubt", idempotent=True)
+def doubt(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
+    """Mark a memory as doubted: recall still returns it, marked [doubted].
+
+    For a memory you are not sure of. `marm restore ID` clears the doubt.
+    """
+    store = ctx.store()
+    with store.write():
+        memory = _load(store, id)
+        if memory.status == "doubted":
+            return _result("doubt", memory, memory, f"memory #{id} is already doubted")
+        if memory.status != "active":
+            raise BadInput(f"memory #{id} is {memory.status}; `marm restore {id}` it first")
+        after = memories.set_status(store, id, "doubted", reason=reason, action="memory.doubt",
+                                    superseded_by=memory.superseded_by, valid_to=memory.valid_to)
+    return _result("doubt", memory, after, f"memory #{id} is now doubted")
+
+
+@op("retract", mcp="marm_retract", destructive=True, idempotent=True)
+def retract(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
+    """Retract a memory: recall leaves it out, and the same text is refused later.
+
+    The refusal is a tombstone on the normalised text and the memory's project (or
+    global): `marm log` of that text exits with code 5 unless --force is given.
+    `marm restore ID` lifts it.
+    """
+    store = ctx.store()
+    with store.write():
+        memory = _load(store, id)
+        if memory.status == "retracted":
+            return _result("retract", memory, memory, f"memory #{id} is already retracted")
+        after = memories.set_status(store, id, "retracted", reason=reason, action="memory.retract",
+                                    superseded_by=memory.superseded_by, valid_to=memory.valid_to)
+        review.add_tombstone(store, after, reason)
+    return _result("retract", memory, after, f"memory #{id} is retracted; its text is refused from now on")
+
+
+@op("supersede", mcp="marm_supersede", idempotent=True)
+def supersede(
+    ctx: Ctx,
+    old: Annotated[int, Param("the memory that no longer holds", argument=True)],
+    by: Annotated[int, Param("the memory that replaces it")],
+    reason: Reason = None,
+) -> ReviewResult:
+    """Replace memory OLD by the newer memory given with --by: recall returns the newer one.
+
+    OLD stays valid until the newer memory's valid_from (or now, if it has none), so
+    `marm recall --as-of` an earlier date still finds OLD. The newer memory must be
+    active or doubted, and visible wherever OLD is (same project, or global).
+    """
+    if old == by:
+        raise BadInput("a memory cannot supersede itself")
+    store = ctx.store()
+    with store.write():
+        memory = _load(store, old)
+        new = _load(store, by)
+        if memory.status == "superseded" and memory.superseded_by == by:
+            return _result("supersede", memory, memory, f"memory #{old} is already superseded by #{by}")
+        if memory.status not in memories.VISIBLE_STATUSES:
+            raise BadInput(f"memory #{old} is {memory.status}; `marm restore {old}` it first")
+        if new.status not in memories.VISIBLE_STATUSES:
+            raise BadInput(f"memory #{by} is {new.status}; only an active or doubted memory can supersede")
+        if new.project is not None and new.project != memory.project:
+            raise BadInput(
+                f"memory #{by} belongs to another project than #{old}; #{old} would vanish where "
+                f"#{by} is not visible"
+            )
+        ends = new.valid_from or now()
+        if memory.valid_to is not None and memory.valid_to < ends:
+            ends = memory.valid_to
+        after = memories.set_status(
+            store, old, "superseded", reason=reason, action="memory.supersede", superseded_by=by,
+            valid_to=ends, detail={"superseded_by": by, "valid_to": [memory.valid_to, ends]},
+        )
+    return _result("supersede", memory, after, f"memory #{old} is superseded by #{by} (valid until {ends})")
+
+
+@op("restore", mcp="marm_restore", idempotent=True)
+def restore(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
+    """Make a doubted, retracted or superseded memory active again.
+
+    Undoes every verdict it carries: lifts a retraction's tombstone, and for a
+    superseded memory clears superseded_by and puts back the valid_to it had before.
+    """
+    store = ctx.store()
+    with store.write():
+        memory = _load(store, id)
+        if memory.status == "active":
+            return _result("restore", memory, memory, f"memory #{id} is already active")
+        valid_to = memory.valid_to
+        if memory.superseded_by is not None or memory.status == "superseded":
+            valid_to = review.valid_to_before_supersede(store, id)
+        after = memories.set_status(
+            store, id, "active", reason=reason, action="memory.restore", superseded_by=None,
+            valid_to=valid_to, detail={"valid_to": [memory.valid_to, valid_to]}
+            if valid_to != memory.valid_to else None,
+        )
+        if memory.status == "retracted":
+            review.lift_tombstone(store, memory)
+    return _result("restore", memory, after, f"memory #{id} is active again (was {memory.status})")
+
+
+@op("forget", mcp="marm_forget", destructive=True, idempotent=True)
+def forget(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
+    """Erase a memory's text for good (privacy): nothing can bring it back.
+
+    The memory, its log entry, its vectors and its index entries are deleted and the
+    freed space is overwritten. Its history stays, without the text: `marm history ID`
+    shows that it was forgotten, when and by whom. A retraction's tombstone (a hash,
+    not the text) stays too. To hide a memory but keep it, use `marm retract`.
+    """
+    store = ctx.store()
+    with store.write():
+        memory = _load(store, id)
+        review.forget(store, memory, reason)
+    flushed = review.flush_wal(store)
+    message = f"memory #{id} is forgotten; its history remains without its text"
+    if not flushed:
+        message += " (another process is reading: the write-ahead log is cleared at its next checkpoint)"
+    return _result("forget", memory, None, message)
+
+
+@dataclass(frozen=True, slots=True)
+class EventView:
+    id: int
+    at: str
+    action: str
+    entity: str
+    entity_id: str
+    source: str                    # which surface: cli, mcp, hook:<event>, import
+    platform: str | None
+    session: str | None
+    project: str | None
+    reason: str | None
+    before_hash: str | None
+    after_hash: str | None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryResult:
+    id: int
+    status: str | None             # None when the memory was forgotten
+    events: list[EventView]
+
+    def text(self) -> str:
+        state = self.status or "forgotten"
+        lines = [f"memory #{self.id} ({state}), {len(self.events)} event(s), oldest first"]
+        for e in self.events:
+            who = e.source + (f"/{e.platform}" if e.platform else "")
+            hashes = f"{(e.before_hash or '-')[:10]} -> {(e.after_hash or '-')[:10]}"
+            extra = f"  {e.detail}" if e.detail else ""
+            why = f"  reason: {e.reason}" if e.reason else ""
+            lines.append(f"{e.at[:19]}  {e.action:<18} {who:<12} {hashes}{why}{extra}")
+        return "\n".join(lines)
+
+
+@op("history", mcp="marm_history", read_only=True, idempotent=True)
+def history(ctx: Ctx, id: MemoryId) -> HistoryResult:
+    """Every event of a memory, oldest first.
+
+    Each event says what happened, when, through which surface (cli, mcp, hook:<event>,
+    import) and agent, why, and the content hashes before and after. Works for
+    forgotten memories too: their history stays, without their text.
+    """
+    store = ctx.store()
+    found = review.history(store, id)
+    memory = memories.get(store, id)
+    if not found and memory is None:
+        raise NotFound(f"no memory with id {id}")
+    views = [EventView(e.id, e.at, e.action, e.entity, e.entity_id, e.source, e.platform, e.session,
+                       e.project, e.reason, e.before_hash, e.after_hash, dict(e.detail)) for e in found]
+    return HistoryResult(id, memory.status if memory else None, views)

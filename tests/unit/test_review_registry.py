@@ -1,0 +1,98 @@
+"""Every op that may change the store appends an event: this walks the whole registry.
+
+Each op that is not ``read_only`` runs once on a populated store with the arguments in
+``ARGS`` and must leave the events table longer than it found it. An op added later
+without an entry here fails with a message saying what to add.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marm.ops import load
+from marm.ops.context import Ctx
+from marm.ops.memory import write_memory
+from marm.ops.notebook import notebook_op
+from marm.ops.review import doubt
+from marm.ops.transfer import export
+from marm.store import events
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """What the populated store holds, for building an op's arguments."""
+
+    first: int          # an active memory
+    second: int         # another active memory
+    doubted: int        # a doubted memory
+    export_file: Path   # an export of another store, with memories this one lacks
+
+
+#: op name -> its arguments on the seeded store (the parameters it does not list keep
+#: their defaults).
+ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
+    "log": lambda s: {"text": "DECISION: the walk writes one more memory"},
+    "delete": lambda s: {"type": "memory", "target": str(s.first), "reason": "walk"},
+    "notebook": lambda s: {"action": "add", "name": "walk-entry", "content": "be brief"},
+    "session use": lambda s: {"name": "walk-session"},
+    "config set": lambda s: {"key": "capture", "value": "off"},
+    "doubt": lambda s: {"id": s.first, "reason": "walk"},
+    "retract": lambda s: {"id": s.first, "reason": "walk"},
+    "supersede": lambda s: {"old": s.first, "by": s.second},
+    "restore": lambda s: {"id": s.doubted},
+    "forget": lambda s: {"id": s.first},
+    "import": lambda s: {"file": str(s.export_file)},
+}
+
+#: Ops that are not read_only yet append no event, each with the reason.
+EXEMPT: dict[str, str] = {
+    "drain": "works through tasks already queued (and recorded) by the writes that queued "
+             "them; it changes only outbox bookkeeping, leases and derived data (vectors, graphs)",
+}
+
+MUTATING = sorted(o.name for o in load().values() if not o.read_only)
+
+
+@pytest.fixture
+def seeds(ctx: Ctx, tmp_path: Path) -> Seeds:
+    first = write_memory(ctx, "the walk's first memory mentions the build cache").id
+    second = write_memory(ctx, "the walk's second memory mentions the build cache too").id
+    doubted = write_memory(ctx, "the walk's doubted memory").id
+    doubt(ctx, doubted)
+    write_memory(ctx, "2025-02-03-walk-a dated entry about the cache")
+    notebook_op(ctx, "add", "style", "answer in short sentences")
+    other = Ctx(cwd=ctx.cwd, env={**os.environ, "MARM_HOME": str(tmp_path / "other-home")})
+    try:
+        write_memory(other, "a memory only the other store has")
+        path = tmp_path / "other.jsonl"
+        path.write_text("".join(line + "\n" for line in export(other).document()))
+    finally:
+        other.close()
+    return Seeds(first, second, doubted, path)
+
+
+@pytest.mark.parametrize("name", MUTATING)
+def test_every_mutating_op_appends_an_event(name: str, ctx: Ctx, seeds: Seeds) -> None:
+    registry = {o.name: o for o in load().values()}
+    if name in EXEMPT:
+        pytest.skip(f"{name}: {EXEMPT[name]}")
+    if name not in ARGS:
+        pytest.fail(
+            f"op `{name}` is not read_only, so it must append an event, but "
+            f"{Path(__file__).name} has no arguments to run it with: add an entry for it to "
+            f"ARGS (or to EXEMPT, with the reason it appends no event)"
+        )
+    store = ctx.store()
+    before = events.count(store)
+    registry[name].func(ctx, **ARGS[name](seeds))
+    assert events.count(store) > before, f"op `{name}` changed the store without appending an event"
+
+
+def test_the_tables_name_only_ops_that_exist_and_mutate() -> None:
+    assert not (set(ARGS) | set(EXEMPT)) - set(MUTATING), "ARGS/EXEMPT name ops that are gone or read_only"
