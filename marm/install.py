@@ -240,8 +240,9 @@ def same(a: str | None, b: str | None) -> bool:
 def hand_files(exe: str = "marm") -> dict[str, str]:
     """The plain hook files in ``hooks/`` for wiring by hand (``marm`` on PATH)."""
     return {
-        f"{agent}/{name}": orjson.dumps({"hooks": hook_entries(agent, exe)},
-                                        option=orjson.OPT_INDENT_2).decode() + "\n"
+        f"{agent}/{name}": orjson.dumps(
+            {"hooks": {k: [g] for k, g in hook_entries(agent, exe).items()}},
+            option=orjson.OPT_INDENT_2).decode() + "\n"
         for agent, name in (("claude", "settings.json"), ("codex", "hooks.json"),
                             ("gemini", "settings.json"))
     }
