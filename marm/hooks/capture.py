@@ -88,8 +88,8 @@ def touched_files(tool_name: str | None, tool_input: dict[str, Any]) -> list[str
 
 _SHELL_TOOLS = ("Bash", "bash", "shell", "run_shell_command", "local_shell", "exec_command")
 _ERROR_LINE = re.compile(
-    r"(?i)\b(?:error|exception|traceback|failed|fatal|not found|no such file|denied|"
-    r"cannot|could not|panic)\b"
+    r"(?i)(?:error|exception)\b|\b(?:traceback|failed|fatal|not found|no such file|denied|"
+    r"cannot|could not|panic|no module named)\b"
 )
 _EXIT_KEYS = ("exit_code", "exitCode", "returncode", "return_code", "code")
 
