@@ -325,8 +325,11 @@ def apply(
         changes.append(FileChange(key, agents_here, ", ".join(w for _, w, _ in steps), action))
         if dry_run or action == "unchanged":
             continue
-        if before is not None:
-            _write(path.with_name(path.name + ".marm-backup"), before)
+        backup = path.with_name(path.name + ".marm-backup")
+        if action in ("restored", "deleted") and uninstall:
+            backup.unlink(missing_ok=True)  # the original is back: nothing left to keep
+        elif before is not None and path.name != "SKILL.md":
+            _write(backup, before)
         if uninstall:
             originals.pop(key, None)
         else:

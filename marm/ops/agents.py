@@ -99,6 +99,7 @@ def init(
     --uninstall puts back the original files when nothing else changed in them.
     """
     from marm import install
+    from marm.hooks.event import AGENTS
     from marm.scope import git_project
 
     if project and user:
@@ -108,7 +109,7 @@ def init(
     root = Path(top) if top else ctx.cwd
     agents = [a for a, on in (("claude", claude), ("codex", codex), ("gemini", gemini)) if on]
     if not agents:
-        agents = [a for a in install.AGENTS
+        agents = [a for a in AGENTS
                   if install.places(a, "user", ctx.env, root).hooks.parent.is_dir()]
         if not agents:
             raise BadInput("no agent configuration found; name one: --claude, --codex or --gemini")

@@ -7,12 +7,12 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from marm import config
 from marm.hooks.event import NATIVE
 from marm.ops.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import Store, memories
 from marm.store.memories import Filter
-from marm import config
 from tests.helpers import git_init, run_marm
 
 DECISION = ("DECISION: the payment webhook uses idempotency keys so that retried deliveries "

@@ -11,7 +11,14 @@ import pytest
 from marm import config
 from marm.store import Store, code_repos
 from tests.hooks.payloads import (
-    DECISION, edit_payload, failed_shell_payload, hook, payload, seed, stored, write_transcript,
+    DECISION,
+    edit_payload,
+    failed_shell_payload,
+    hook,
+    payload,
+    seed,
+    stored,
+    write_transcript,
 )
 
 AGENTS = ("claude", "codex", "gemini")
