@@ -25,7 +25,7 @@ ITEM_CHARS = 400
 _ACKS = re.compile(
     r"^\s*(?:y(?:es|ep|eah)?|no(?:pe)?|ok(?:ay)?|k|sure|thanks?(?: you)?|thx|ty|go(?: ahead| on)?|"
     r"continue|proceed|do it|lgtm|done|next|right|cool|great|perfect|nice|stop|retry|again)"
-    r"[\s.!?]*$",
+    r"(?:[\s,]+(?:please|pls|thanks|thank you))?[\s.!?]*$",
     re.IGNORECASE,
 )
 _SUFFIXES = ("ing", "ed", "es", "s", "ly")

@@ -21,7 +21,7 @@ def fire(payloads: list[dict]) -> list[subprocess.CompletedProcess]:
                          env=dict(os.environ))
         for _ in payloads
     ]
-    for proc, p in zip(procs, payloads):
+    for proc, p in zip(procs, payloads, strict=True):
         proc.stdin.write(json.dumps(p).encode())
         proc.stdin.close()
     results = []
