@@ -98,7 +98,6 @@ def post_tool(ctx: Ctx, ev: HookEvent) -> None:
     """Mark the repository of every edited file dirty for the code graph, and keep the
     error line of a failed shell command."""
     from marm.hooks import capture
-    from marm.ops.memory import write_memory
     from marm.store import code_repos
 
     cwd = Path(ev.cwd or ".")
@@ -112,6 +111,8 @@ def post_tool(ctx: Ctx, ev: HookEvent) -> None:
         code_repos.mark_dirty(ctx.store(), top, project)
     failed = capture.failed_command(ev.tool_name, ev.tool_input, ev.tool_response)
     if failed and _on(ctx, "capture"):
+        from marm.ops.memory import write_memory
+
         command, line = failed
         write_memory(ctx, f"Command failed: {command}\n{line}", kind="capture",
                      session=ev.session_id, metadata={"tool": ev.tool_name, "agent": ev.agent})
