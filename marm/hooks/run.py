@@ -53,21 +53,24 @@ def respond(event: str, agent: str, raw: str, env: Mapping[str, str]) -> dict[st
     return adapters.render(agent, event, context)
 
 
-def _arguments(argv: list[str]) -> tuple[str, str]:
-    event, agent, rest = None, "claude", list(argv)
+def _arguments(argv: list[str]) -> tuple[str, str, str]:
+    """(event, agent, payload) from the same arguments the ``hook`` op declares."""
+    event, agent, payload, rest = None, "claude", "-", list(argv)
     while rest:
         word = rest.pop(0)
-        if word in ("--agent", "-a") and rest:
-            agent = rest.pop(0)
-        elif word.startswith("--agent="):
-            agent = word.split("=", 1)[1]
+        if word in ("--agent", "-a", "--payload") and rest:
+            value = rest.pop(0)
+            agent, payload = (value, payload) if word != "--payload" else (agent, value)
+        elif word.startswith(("--agent=", "--payload=")):
+            name, value = word.split("=", 1)
+            agent, payload = (value, payload) if name == "--agent" else (agent, value)
         elif event is None and not word.startswith("-"):
             event = word
         elif word not in ("--json", "--text"):
             raise BadInput(f"unexpected argument {word!r}")
     if event is None:
         raise BadInput("which event? marm hook EVENT --agent claude|codex|gemini")
-    return event, agent
+    return event, agent, payload
 
 
 def _out_of_time(signum: int, frame: Any) -> None:
@@ -79,11 +82,11 @@ def main(argv: list[str]) -> int:
     from marm.ops.agents import hook
 
     try:
-        event, agent = _arguments(argv)
+        event, agent, payload = _arguments(argv)
         if hasattr(signal, "setitimer"):
             signal.signal(signal.SIGALRM, _out_of_time)
             signal.setitimer(signal.ITIMER_REAL, BUDGET.get(event, 2.0))
-        raw = sys.stdin.buffer.read().decode("utf-8")
+        raw = sys.stdin.buffer.read().decode("utf-8") if payload == "-" else payload
         reply = hook(Ctx(source="cli", env=dict(os.environ)), event, agent, raw)  # type: ignore[arg-type]
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)

@@ -82,3 +82,14 @@ def test_hook_imports_no_heavy_library(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "hookSpecificOutput" in proc.stdout
     assert proc.stderr.strip() == "[]"
+
+
+def test_payload_as_an_argument(tmp_path):
+    """``--payload`` (the op's parameter) works like standard input."""
+    p = seed(tmp_path)
+    from tests.helpers import run_marm
+
+    run = run_marm("hook", "prompt", "--agent", "codex", "--payload", json.dumps(payload("codex", "prompt", p.root)))
+    assert run.code == 0 and run.err == ""
+    assert f"#{p.decision} " in json.loads(run.out)["hookSpecificOutput"]["additionalContext"]
+    assert_failed_open(run_marm("hook", "prompt", "--bogus", input="{}"))

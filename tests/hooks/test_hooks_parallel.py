@@ -40,8 +40,10 @@ def test_fifty_parallel_stops_store_fifty_captures_once(tmp_path, marm_home):
                                        f"worker instead of unbounded growth (change {i}).")
         for i in range(N)
     ]
-    for round_ in range(2):
-        results = fire(payloads)
+    # round 0: the 50 payloads plus five of them fired twice at the same moment;
+    # round 1: all 50 again
+    for round_, batch in enumerate((payloads + payloads[:5], payloads)):
+        results = fire(batch)
         assert all(r.returncode == 0 for r in results)
         assert [r.stderr for r in results if r.stderr] == []
         assert all(r.stdout == b"" for r in results)
