@@ -229,7 +229,7 @@ def skill_source() -> Path:
 
 def same(a: str | None, b: str | None) -> bool:
     """Whether two versions of a config file say the same (JSON compared as data)."""
-    if a == b:
+    if a == b or (a or "").strip() == (b or "").strip():
         return True
     try:
         return load_json(a) == load_json(b)

@@ -50,7 +50,6 @@ def parse(agent: str, event: str, raw: str) -> HookEvent:
         transcript_path=_text(data.get("transcript_path")),
         turn_id=_text(data.get("turn_id")),
         reason=_text(reason),
-        loop=bool(data.get("stop_hook_active")),
     )
 
 

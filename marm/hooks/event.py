@@ -40,4 +40,3 @@ class HookEvent:
     transcript_path: str | None = None
     turn_id: str | None = None
     reason: str | None = None           # session-start source, compact trigger, end reason
-    loop: bool = False                  # stop_hook_active: this stop follows a stop hook

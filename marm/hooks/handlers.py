@@ -30,11 +30,18 @@ def _on(ctx: Ctx, key: str) -> bool:
     return ctx.setting(key) == "on"
 
 
-def _max_chars(ctx: Ctx) -> int:
+def _number(ctx: Ctx, key: str) -> float:
+    """A numeric setting; an unreadable saved value falls back to the default."""
+    from marm.config import SETTINGS
+
     try:
-        return max(200, int(ctx.setting("inject.max_chars")))
+        return float(ctx.setting(key))
     except ValueError:
-        return 2000
+        return float(SETTINGS[key].default)
+
+
+def _max_chars(ctx: Ctx) -> int:
+    return max(200, int(_number(ctx, "inject.max_chars")))
 
 
 def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
@@ -86,7 +93,7 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
         if mode != "hybrid":
             raise
         outcome = recall.run(store, query, flt, RECALL_CANDIDATES, "lexical")
-    hits = inject.relevant(outcome.hits, text, float(ctx.setting("inject.min_score")))
+    hits = inject.relevant(outcome.hits, text, _number(ctx, "inject.min_score"))
     return inject.fence(
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",
         [("", [inject.item(h.memory) for h in hits[:INJECT_ITEMS]])],
@@ -142,9 +149,10 @@ def _capture(ctx: Ctx, ev: HookEvent, texts: list[str]) -> None:
         if found is None:
             continue
         body, kind = found
+        where = {"agent": ev.agent, "turn": ev.turn_id, "trigger": ev.reason}
         try:
             write_memory(ctx, body, kind=kind, session=ev.session_id,
-                         metadata={"agent": ev.agent, **({"turn": ev.turn_id} if ev.turn_id else {})})
+                         metadata={k: v for k, v in where.items() if v})
         except MarmError as exc:  # refused (retracted text) or nothing left after cleaning
             print(f"marm hook: capture skipped: {exc.message}", file=sys.stderr)
 

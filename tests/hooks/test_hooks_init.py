@@ -185,3 +185,16 @@ def test_hand_wiring_files_are_current():
     for rel, text in hand_files().items():
         assert (REPO / "hooks" / rel).read_text() == text, f"regenerate hooks/{rel}"
 
+
+
+def test_toml_without_final_newline_restores_exactly(tmp_path):
+    home = tmp_path / "home"
+    toml = home / ".codex" / "config.toml"
+    toml.parent.mkdir(parents=True)
+    toml.write_bytes(b'model = "o4"\n[mcp_servers.x]\ncommand = "x"')
+    init(home, "--codex", "--mcp")
+    assert "[mcp_servers.marm]" in toml.read_text()
+    assert init(home, "--codex", "--mcp")["changes"][0]["action"] == "unchanged"
+    init(home, "--codex", "--uninstall")
+    assert toml.read_bytes() == b'model = "o4"\n[mcp_servers.x]\ncommand = "x"'
+    assert not (home / ".codex" / "hooks.json").exists()
