@@ -47,6 +47,7 @@ def _max_chars(ctx: Ctx) -> int:
 def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     """A short briefing: latest decisions and fixes, active notebook, what needs review."""
     from marm.hooks import inject
+    from marm.ops.results import one_line
     from marm.scope import display
     from marm.store import memories, notebook
 
@@ -64,7 +65,7 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
         "`marm recall QUERY` finds more.",
         [
             ("Latest decisions and fixes:", [inject.item(m) for m in recent]),
-            ("Active notebook entries:", [f"{e.name}: {inject.one_line(e.content, 300)}"
+            ("Active notebook entries:", [f"{e.name}: {one_line(e.content, 300)}"
                                           for e in active.values()]),
             ("Doubted, needs review (`marm restore ID` or `marm retract ID`):",
              [inject.item(m) for m in doubted]),

@@ -79,9 +79,9 @@ def _out_of_time(signum: int, frame: Any) -> None:
 
 def main(argv: list[str]) -> int:
     """Run one hook; always returns 0."""
-    from marm.ops.agents import hook
-
     try:
+        from marm.ops.agents import hook
+
         event, agent, payload = _arguments(argv)
         if hasattr(signal, "setitimer"):
             signal.signal(signal.SIGALRM, _out_of_time)
@@ -101,8 +101,11 @@ def main(argv: list[str]) -> int:
     if reply.output is not None:
         import orjson
 
-        sys.stdout.buffer.write(orjson.dumps(reply.output) + b"\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.buffer.write(orjson.dumps(reply.output) + b"\n")
+            sys.stdout.flush()
+        except OSError:  # the agent stopped listening; nothing left to tell it
+            pass
     return 0
 
 

@@ -93,3 +93,29 @@ def test_payload_as_an_argument(tmp_path):
     assert run.code == 0 and run.err == ""
     assert f"#{p.decision} " in json.loads(run.out)["hookSpecificOutput"]["additionalContext"]
     assert_failed_open(run_marm("hook", "prompt", "--bogus", input="{}"))
+
+
+def test_a_locked_store_gives_up_within_the_budget(tmp_path, marm_home):
+    """Another process holds the write lock: the hook waits no longer than its budget
+    (post-tool: 3 s), then fails open."""
+    import time
+
+    from marm import config
+    from marm.hooks.run import BUDGET
+    from marm.store import Store
+    from tests.hooks.payloads import edit_payload
+
+    p = seed(tmp_path)
+    (p.root / "a.py").write_text("a = 1\n")
+    store = Store.open(config.database_path(marm_home))
+    try:
+        with store.write():
+            started = time.monotonic()
+            run = hook("claude", "post-tool", edit_payload("claude", p.root, p.root / "a.py"))
+            took = time.monotonic() - started
+    finally:
+        store.close()
+    assert_failed_open(run)
+    assert BUDGET["post-tool"] - 0.5 < took < BUDGET["post-tool"] + 3
+    # with the lock free, the same payload marks the repository
+    assert hook("claude", "post-tool", edit_payload("claude", p.root, p.root / "a.py")).err == ""
