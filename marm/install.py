@@ -223,8 +223,12 @@ def edits(agent: str, scope: str, env: Mapping[str, str], root: Path, exe: str, 
 
 
 def skill_source() -> Path:
-    """``skills/marm/SKILL.md`` of the checkout this marm runs from."""
-    return Path(__file__).resolve().parent.parent / "skills" / "marm" / "SKILL.md"
+    """``skills/marm/SKILL.md`` of the checkout this marm runs from, or the copy a wheel
+    installs under ``<prefix>/share/marm``."""
+    checkout = Path(__file__).resolve().parent.parent / "skills" / "marm" / "SKILL.md"
+    if checkout.is_file():
+        return checkout
+    return Path(sys.prefix) / "share" / "marm" / "skills" / "marm" / "SKILL.md"
 
 
 def same(a: str | None, b: str | None) -> bool:
