@@ -33,8 +33,10 @@ _SUFFIXES = ("ing", "ed", "es", "s", "ly")
 
 def stem(word: str) -> str:
     """A crude stem, enough to tell 'retries' and 'retry' share a word."""
+    if len(word) > 5 and word.endswith("ies"):
+        return word[:-3] + "y"
     for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
 

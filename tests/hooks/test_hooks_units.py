@@ -73,6 +73,13 @@ def test_relevance_gate_by_lane():
     assert kept == [1, 3, 5]
 
 
+def test_stems_match_plural_and_inflected_forms():
+    assert inject.stem("retries") == inject.stem("retry")
+    assert inject.stem("deliveries") == inject.stem("delivery")
+    assert inject.stem("charged") == inject.stem("charges") == "charg"
+    assert inject.stem("keys") == inject.stem("key")
+
+
 def test_trivial_prompts():
     for p in ("ok", "yes please", "Thanks!", "continue", "/clear", "go ahead", "fix it"):
         assert inject.is_trivial(p), p
