@@ -303,7 +303,8 @@ def apply(
             plan.setdefault(path, []).append((agent, what, edit))
     manifest = load_json(_read(manifest_path)) if manifest_path.exists() else {}
     originals: dict[str, Any] = manifest.setdefault("originals", {})
-    changes = []
+    # Work out every file's new text first: a file marm cannot read changes nothing at all.
+    worked: list[tuple[Path, str | None, str | None, FileChange]] = []
     for path, steps in plan.items():
         before = _read(path)
         after = before
@@ -325,23 +326,26 @@ def apply(
             action = "restored"
         else:
             action = "updated"
-        agents_here = ", ".join(dict.fromkeys(a for a, _, _ in steps))
-        changes.append(FileChange(key, agents_here, ", ".join(w for _, w, _ in steps), action))
-        if dry_run or action == "unchanged":
+        change = FileChange(key, ", ".join(dict.fromkeys(a for a, _, _ in steps)),
+                            ", ".join(w for _, w, _ in steps), action)
+        worked.append((path, before, after, change))
+    for path, before, after, change in worked:
+        if dry_run or change.action == "unchanged":
             continue
         backup = path.with_name(path.name + ".marm-backup")
-        if action in ("restored", "deleted") and uninstall:
+        if change.action in ("restored", "deleted") and uninstall:
             backup.unlink(missing_ok=True)  # the original is back: nothing left to keep
         elif before is not None and path.name != "SKILL.md":
             _write(backup, before)
         if uninstall:
-            originals.pop(key, None)
+            originals.pop(change.path, None)
         else:
-            originals.setdefault(key, before)
+            originals.setdefault(change.path, before)
         _write(path, after)
     if not dry_run:
         manifest_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write(manifest_path, orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode() + "\n")
+    changes = [change for *_, change in worked]
     if not uninstall and "codex" in agents:
         notes.append("Codex runs hooks only once trusted: open /hooks in Codex to trust marm's "
                      "(older versions also need `[features] codex_hooks = true` in config.toml)")

@@ -198,3 +198,13 @@ def test_toml_without_final_newline_restores_exactly(tmp_path):
     init(home, "--codex", "--uninstall")
     assert toml.read_bytes() == b'model = "o4"\n[mcp_servers.x]\ncommand = "x"'
     assert not (home / ".codex" / "hooks.json").exists()
+
+
+def test_a_file_marm_cannot_read_changes_nothing_anywhere(tmp_path):
+    home, _ = user_home(tmp_path)
+    (home / ".gemini" / "settings.json").write_text('{\n  // a comment\n  "theme": "x"\n}\n')
+    before = snapshot(home)
+    run = run_marm("init", "--claude", "--codex", "--gemini", env={"HOME": str(home)}, cwd=home)
+    assert run.code == 2
+    assert ".gemini/settings.json" in run.err and "not plain JSON" in run.err
+    assert snapshot(home) == before
