@@ -1,0 +1,118 @@
+"""``marm hook EVENT --agent NAME``: the process an agent starts for each hook.
+
+It fails open: whatever goes wrong (bad or empty input, no usable ``cwd``, a data
+directory that cannot be written, a bug, running out of time) it exits 0 with one line
+on stderr and nothing on stdout, so the agent carries on as if marm were not there.
+The CLI hands ``marm hook ...`` here before building its command tree, so a hook pays
+for Python, SQLite and its own handler, not for the whole CLI.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from marm.errors import BadInput, MarmError
+from marm.hooks import adapters
+from marm.hooks.event import AGENTS, EVENTS
+from marm.hooks.handlers import HANDLERS
+from marm.ops.context import Ctx
+
+#: Seconds an event may take before it gives up (and fails open): a safety net under
+#: the timeout ``marm init`` configures in the agent (``install.TIMEOUT``), generous
+#: enough that parallel hooks on a busy machine still finish their write. SessionEnd is
+#: tight: Claude Code gives all SessionEnd hooks ~1.5 s together.
+BUDGET = {"session-start": 5.0, "prompt": 5.0, "post-tool": 3.0, "stop": 8.0,
+          "pre-compact": 10.0, "session-end": 1.2}
+
+
+class OutOfTime(Exception):
+    pass
+
+
+def respond(event: str, agent: str, raw: str, env: Mapping[str, str]) -> dict[str, Any] | None:
+    """The agent's answer to one payload (None: print nothing). Raises on bad input."""
+    if event not in EVENTS:
+        raise BadInput(f"unknown hook event {event!r}; use one of {', '.join(EVENTS)}")
+    if agent not in AGENTS:
+        raise BadInput(f"unknown agent {agent!r}; use one of {', '.join(AGENTS)}")
+    ev = adapters.parse(agent, event, raw)
+    if not ev.cwd or not Path(ev.cwd).is_dir():
+        raise BadInput("the hook payload has no usable cwd")
+    ctx = Ctx(source=f"hook:{event}", platform=agent, cwd=Path(ev.cwd), env=env)
+    try:
+        # A hook waits for the write lock only as long as its budget allows.
+        ctx.store().conn.execute(f"PRAGMA busy_timeout = {int(BUDGET[event] * 1000)}")
+        context = HANDLERS[event](ctx, ev)
+    finally:
+        ctx.close()
+    return adapters.render(agent, event, context)
+
+
+def _arguments(argv: list[str]) -> tuple[str, str, str]:
+    """(event, agent, payload) from the same arguments the ``hook`` op declares."""
+    event, agent, payload, rest = None, "claude", "-", list(argv)
+    while rest:
+        word = rest.pop(0)
+        if word in ("--agent", "-a", "--payload") and rest:
+            value = rest.pop(0)
+            agent, payload = (value, payload) if word != "--payload" else (agent, value)
+        elif word.startswith(("--agent=", "--payload=")):
+            name, value = word.split("=", 1)
+            agent, payload = (value, payload) if name == "--agent" else (agent, value)
+        elif event is None and not word.startswith("-"):
+            event = word
+        elif word not in ("--json", "--text"):
+            raise BadInput(f"unexpected argument {word!r}")
+    if event is None:
+        raise BadInput("which event? marm hook EVENT --agent claude|codex|gemini")
+    return event, agent, payload
+
+
+def _out_of_time(signum: int, frame: Any) -> None:
+    raise OutOfTime
+
+
+def main(argv: list[str]) -> int:
+    """Run one hook; always returns 0."""
+    try:
+        from marm.ops.agents import hook
+
+        event, agent, payload = _arguments(argv)
+        if hasattr(signal, "setitimer"):
+            signal.signal(signal.SIGALRM, _out_of_time)
+            signal.setitimer(signal.ITIMER_REAL, BUDGET.get(event, 2.0))
+        raw = sys.stdin.buffer.read().decode("utf-8") if payload == "-" else payload
+        reply = hook(Ctx(source="cli", env=dict(os.environ)), event, agent, raw)  # type: ignore[arg-type]
+        if hasattr(signal, "setitimer"):
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except OutOfTime:
+        return _fail("gave up: over the time budget")
+    except MarmError as exc:
+        return _fail(exc.message)
+    except UnicodeDecodeError:
+        return _fail("the hook payload is not UTF-8")
+    except Exception as exc:  # noqa: BLE001 - a hook never blocks the agent
+        return _fail(f"internal error: {type(exc).__name__}: {exc}")
+    if reply.output is not None:
+        import orjson
+
+        try:
+            sys.stdout.buffer.write(orjson.dumps(reply.output) + b"\n")
+            sys.stdout.flush()
+        except OSError:  # the agent stopped listening; nothing left to tell it
+            pass
+    return 0
+
+
+def _fail(message: str) -> int:
+    if os.environ.get("MARM_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(f"marm hook: {' '.join(message.split())}", file=sys.stderr)
+    return 0

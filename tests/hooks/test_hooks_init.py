@@ -1,0 +1,210 @@
+"""``marm init``: merges into the user's own agent configs, is idempotent, and
+``--uninstall`` restores the original files byte for byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from marm.install import hand_files, is_marm
+from tests.helpers import run_marm
+from tests.hooks.payloads import payload, seed
+
+REPO = Path(__file__).resolve().parents[2]
+
+# The user's own files, in their own formatting (4-space indent, their key order).
+CLAUDE = """{
+    "model": "opus",
+    "permissions": {"allow": ["Bash(npm test:*)"]},
+    "hooks": {
+        "PostToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": "prettier --write \\"$FILE\\""}]}
+        ],
+        "SessionStart": [{"hooks": [{"type": "command", "command": "echo hello"}]}]
+    }
+}
+"""
+CLAUDE_STATE = '{"numStartups": 3, "mcpServers": {"github": {"command": "gh-mcp", "args": []}}}\n'
+CODEX_HOOKS = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n'
+CODEX_TOML = 'model = "gpt-5-codex"\n\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
+GEMINI = '{\n  "theme": "GitHub",\n  "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"name": "lint", "type": "command", "command": "eslint ."}]}]}\n}\n'
+
+
+def user_home(tmp_path: Path) -> tuple[Path, dict[Path, str]]:
+    home = tmp_path / "home"
+    files = {
+        home / ".claude" / "settings.json": CLAUDE,
+        home / ".claude.json": CLAUDE_STATE,
+        home / ".codex" / "hooks.json": CODEX_HOOKS,
+        home / ".codex" / "config.toml": CODEX_TOML,
+        home / ".gemini" / "settings.json": GEMINI,
+    }
+    for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return home, files
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def init(home: Path, *args: str, cwd: Path | None = None):
+    run = run_marm("init", *args, "--json", env={"HOME": str(home)}, cwd=cwd or home)
+    assert run.code == 0, run.err
+    return run.json()
+
+
+def marm_commands(data: dict) -> dict[str, list[str]]:
+    return {event: [h["command"] for g in groups for h in g["hooks"] if is_marm(h)]
+            for event, groups in data.get("hooks", {}).items()}
+
+
+def test_init_merges_is_idempotent_and_uninstalls_byte_for_byte(tmp_path):
+    home, originals = user_home(tmp_path)
+    result = init(home, "--claude", "--codex", "--gemini", "--mcp")
+    actions = {Path(c["path"]).relative_to(home).as_posix(): c["action"] for c in result["changes"]}
+    assert actions == {
+        ".claude/settings.json": "updated", ".claude.json": "updated",
+        ".claude/skills/marm/SKILL.md": "created",
+        ".codex/hooks.json": "updated", ".codex/config.toml": "updated",
+        ".codex/skills/marm/SKILL.md": "created",
+        ".gemini/settings.json": "updated", ".gemini/skills/marm/SKILL.md": "created",
+    }
+
+    claude = json.loads((home / ".claude/settings.json").read_text())
+    assert claude["model"] == "opus" and claude["permissions"] == {"allow": ["Bash(npm test:*)"]}
+    # the user's own hooks are still there, untouched, before marm's
+    assert claude["hooks"]["PostToolUse"][0] == {
+        "matcher": "Write", "hooks": [{"type": "command", "command": 'prettier --write "$FILE"'}]}
+    assert claude["hooks"]["SessionStart"][0] == {"hooks": [{"type": "command", "command": "echo hello"}]}
+    commands = marm_commands(claude)
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact",
+                             "SessionEnd"}
+    assert all(len(c) == 1 for c in commands.values())
+    assert commands["Stop"][0].endswith("hook stop --agent claude")
+    assert claude["hooks"]["PostToolUse"][1]["matcher"] == "Edit|MultiEdit|Write|NotebookEdit|Bash"
+
+    state = json.loads((home / ".claude.json").read_text())
+    assert state["numStartups"] == 3 and "github" in state["mcpServers"]
+    assert state["mcpServers"]["marm"]["args"][-1] == "mcp"
+
+    codex = json.loads((home / ".codex/hooks.json").read_text())
+    assert codex["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
+    assert marm_commands(codex)["PostToolUse"][0].endswith("hook post-tool --agent codex")
+    toml = (home / ".codex/config.toml").read_text()
+    assert toml.startswith(CODEX_TOML) and "[mcp_servers.marm]" in toml
+
+    gemini = json.loads((home / ".gemini/settings.json").read_text())
+    assert gemini["theme"] == "GitHub"
+    assert gemini["hooks"]["AfterTool"][0]["hooks"][0]["name"] == "lint"
+    assert set(marm_commands(gemini)) == {"SessionStart", "BeforeAgent", "AfterTool", "AfterAgent",
+                                          "PreCompress", "SessionEnd"}
+    assert gemini["hooks"]["AfterAgent"][0]["hooks"][0]["timeout"] == 10000  # milliseconds
+    assert gemini["mcpServers"]["marm"]["args"][-1] == "mcp"
+
+    skill = (REPO / "skills/marm/SKILL.md").read_text()
+    assert (home / ".claude/skills/marm/SKILL.md").read_text() == skill
+    assert (home / ".claude/settings.json.marm-backup").read_text() == CLAUDE
+
+    # twice changes nothing
+    installed = snapshot(home)
+    again = init(home, "--claude", "--codex", "--gemini", "--mcp")
+    assert {c["action"] for c in again["changes"]} == {"unchanged"}
+    assert snapshot(home) == installed
+
+    # a dry run of the uninstall says what it would do and does nothing
+    dry = init(home, "--claude", "--codex", "--gemini", "--uninstall", "--dry-run")
+    assert {c["action"] for c in dry["changes"]} == {"restored", "deleted"}
+    assert snapshot(home) == installed
+
+    removed = init(home, "--claude", "--codex", "--gemini", "--uninstall")
+    assert {c["action"] for c in removed["changes"]} == {"restored", "deleted"}
+    for path, text in originals.items():
+        assert path.read_bytes() == text.encode(), path
+    assert not (home / ".claude/skills/marm").exists()
+
+
+def test_dry_run_changes_nothing(tmp_path):
+    home, _ = user_home(tmp_path)
+    before = snapshot(home)
+    result = init(home, "--claude", "--dry-run")
+    assert result["dry_run"] is True
+    assert {c["action"] for c in result["changes"]} == {"updated", "created"}
+    assert snapshot(home) == before
+    text = run_marm("init", "--claude", "--dry-run", "--text", env={"HOME": str(home)}, cwd=home)
+    assert "would update" in text.out and ".claude/settings.json" in text.out
+
+
+def test_uninstall_after_the_user_edited_keeps_their_edit(tmp_path):
+    home, _ = user_home(tmp_path)
+    init(home, "--claude")
+    path = home / ".claude/settings.json"
+    data = json.loads(path.read_text())
+    data["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "say finished"}]})
+    path.write_text(json.dumps(data))
+    result = init(home, "--claude", "--uninstall")
+    assert {c["path"]: c["action"] for c in result["changes"]}[str(path)] == "updated"
+    after = json.loads(path.read_text())
+    assert marm_commands(after) == {k: [] for k in after["hooks"]}
+    assert after["hooks"]["Stop"] == [{"hooks": [{"type": "command", "command": "say finished"}]}]
+    assert after["hooks"]["PostToolUse"][0]["matcher"] == "Write"
+    assert after["model"] == "opus"
+
+
+def test_project_scope_and_the_installed_command_runs(tmp_path, marm_home):
+    home = tmp_path / "home"
+    home.mkdir()
+    p = seed(tmp_path)
+    result = init(home, "--claude", "--project", cwd=p.root / ".")
+    local = p.root / ".claude" / "settings.local.json"
+    assert {c["path"]: c["action"] for c in result["changes"]}[str(local)] == "created"
+    command = marm_commands(json.loads(local.read_text()))["SessionStart"][0]
+    # the agent runs the command through a shell, without our virtualenv on PATH
+    proc = subprocess.run(["sh", "-c", command], input=json.dumps(payload("claude", "session-start", p.root)),
+                          capture_output=True, text=True, cwd=p.root,
+                          env={"HOME": str(home), "PATH": "/usr/bin:/bin", "MARM_HOME": str(marm_home)})
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert f"#{p.decision} decision" in json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    init(home, "--claude", "--project", "--uninstall", cwd=p.root)
+    assert not local.exists()
+
+
+def test_no_agent_named_and_none_found(tmp_path):
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    run = run_marm("init", env={"HOME": str(home)}, cwd=home)
+    assert run.code == 2 and "--claude" in run.err
+    (home / ".gemini").mkdir()
+    found = init(home, "--dry-run")
+    assert [c["agents"] for c in found["changes"]] == ["gemini", "gemini"]
+
+
+def test_hand_wiring_files_are_current():
+    for rel, text in hand_files().items():
+        assert (REPO / "hooks" / rel).read_text() == text, f"regenerate hooks/{rel}"
+
+
+
+def test_toml_without_final_newline_restores_exactly(tmp_path):
+    home = tmp_path / "home"
+    toml = home / ".codex" / "config.toml"
+    toml.parent.mkdir(parents=True)
+    toml.write_bytes(b'model = "o4"\n[mcp_servers.x]\ncommand = "x"')
+    init(home, "--codex", "--mcp")
+    assert "[mcp_servers.marm]" in toml.read_text()
+    assert init(home, "--codex", "--mcp")["changes"][0]["action"] == "unchanged"
+    init(home, "--codex", "--uninstall")
+    assert toml.read_bytes() == b'model = "o4"\n[mcp_servers.x]\ncommand = "x"'
+    assert not (home / ".codex" / "hooks.json").exists()
+
+
+def test_a_file_marm_cannot_read_changes_nothing_anywhere(tmp_path):
+    home, _ = user_home(tmp_path)
+    (home / ".gemini" / "settings.json").write_text('{\n  // a comment\n  "theme": "x"\n}\n')
+    before = snapshot(home)
+    run = run_marm("init", "--claude", "--codex", "--gemini", env={"HOME": str(home)}, cwd=home)
+    assert run.code == 2
+    assert ".gemini/settings.json" in run.err and "not plain JSON" in run.err
+    assert snapshot(home) == before
