@@ -1,4 +1,4 @@
-"""Fixtures every test shares. Each test gets its own empty MARM_HOME, never the real one."""
+"""Fixtures every test shares. Each test gets its own empty MARM_HOME and HOME, never the real ones."""
 
 from __future__ import annotations
 
@@ -16,7 +16,13 @@ from tests.helpers import run_marm
 def marm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "marm-home"
     monkeypatch.setenv("MARM_HOME", str(home))
-    for var in ("MARM_PROJECT", "MARM_SESSION", "MARM_CAPTURE", "MARM_EMBED_MODEL"):
+    # A scratch HOME too: no test may read or write the user's agent configs.
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
+    for var in ("MARM_PROJECT", "MARM_SESSION", "MARM_CAPTURE", "MARM_EMBED_MODEL",
+                "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "CLAUDE_PROJECT_DIR",
+                "GEMINI_PROJECT_DIR"):
         monkeypatch.delenv(var, raising=False)
     return home
 

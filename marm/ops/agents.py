@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from marm.errors import BadInput
 from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
+from marm.store import events
 
 Event = Literal["session-start", "prompt", "post-tool", "stop", "pre-compact", "session-end"]
 Agent = Literal["claude", "codex", "gemini"]
@@ -115,5 +116,10 @@ def init(
             raise BadInput("no agent configuration found; name one: --claude, --codex or --gemini")
     changes, notes = install.apply(agents, scope, ctx.env, root, ctx.home / "installed.json",
                                    mcp=mcp, dry_run=dry_run, uninstall=uninstall)
+    if changes and not dry_run:
+        store = ctx.store()
+        with store.write():
+            events.append(store, "agents.uninstall" if uninstall else "agents.init", "agent_config",
+                          scope, detail={"agents": agents, "paths": [c.path for c in changes]})
     return InitResult(scope, dry_run, uninstall,
                       [InitChange(c.path, c.agents, c.what, c.action) for c in changes], notes)

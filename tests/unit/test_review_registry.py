@@ -7,6 +7,7 @@ without an entry here fails with a message saying what to add.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ class Seeds:
     second: int         # another active memory
     doubted: int        # a doubted memory
     export_file: Path   # an export of another store, with memories this one lacks
+    cwd: Path           # where the ops run (outside any repository)
 
 
 #: op name -> its arguments on the seeded store (the parameters it does not list keep
@@ -48,6 +50,11 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "restore": lambda s: {"id": s.doubted},
     "forget": lambda s: {"id": s.first},
     "import": lambda s: {"file": str(s.export_file)},
+    "hook": lambda s: {"event": "stop", "agent": "claude", "payload": json.dumps({
+        "session_id": "walk", "cwd": str(s.cwd), "hook_event_name": "Stop",
+        "last_assistant_message": "We decided to keep the build cache in a volume. Fixed the "
+                                  "stale cache bug by keying entries on the lockfile hash."})},
+    "init": lambda s: {"claude": True, "project": True},  # the scratch dir, never ~/.claude
 }
 
 #: Ops that are not read_only yet append no event, each with the reason.
@@ -74,7 +81,7 @@ def seeds(ctx: Ctx, tmp_path: Path) -> Seeds:
         path.write_text("".join(line + "\n" for line in export(other).document()))
     finally:
         other.close()
-    return Seeds(first, second, doubted, path)
+    return Seeds(first, second, doubted, path, ctx.cwd)
 
 
 @pytest.mark.parametrize("name", MUTATING)
