@@ -41,6 +41,7 @@ _NER_TYPES = {"PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", 
               "NORP": "org", "PRODUCT": "tool", "EVENT": "concept", "WORK_OF_ART": "concept"}
 _MEANS = frozenset(("by", "via", "through", "with", "using"))
 _IDS = "marm_ids"
+_ARGS = frozenset(("nsubj", "nsubjpass", "dobj", "obj", "pobj", "attr"))
 
 
 @Language.component("marm_identifiers")
@@ -110,6 +111,12 @@ def _extract(doc: Doc) -> Extraction:
             continue
         for t in chunk:
             by_token.setdefault(t.i, mention)
+    for t in doc:  # arguments the parser left outside any noun chunk ("depends on sqlite")
+        if t.i not in by_token and t.dep_ in _ARGS and t.pos_ in ("NOUN", "PROPN", "ADJ", "X") \
+                and t.is_alpha and not t.is_stop and len(t) > 1:
+            head = t.lemma_.lower() if t.pos_ == "NOUN" else t.lower_
+            if head not in GENERIC:
+                by_token[t.i] = Mention(head, t.text, phrase_type([head], head), 0.5)
     relations: list[Relation] = []
     linked: set[frozenset[str]] = set()
     for sent in doc.sents:
