@@ -1,0 +1,122 @@
+"""The derived graph and the indexer, with the rule extractor (fast; no model)."""
+
+from __future__ import annotations
+
+from marm import config
+from marm.concepts import indexer
+from marm.concepts.rules import RuleExtractor
+from marm.ops.memory import write_memory
+from marm.store import concept_verdicts, memories
+from marm.store.concept_graph import Graph
+
+
+def _graph(ctx) -> Graph:
+    return Graph.open(config.derived_path(ctx.home))
+
+
+def _apply(ctx, ids):
+    graph = _graph(ctx)
+    try:
+        return indexer.apply(ctx.store(), graph, ids, RuleExtractor())
+    finally:
+        graph.close()
+
+
+def _state(ctx):
+    graph = _graph(ctx)
+    try:
+        rows = graph.conn.execute(
+            "SELECT (SELECT count(*) FROM concept_entities), (SELECT count(*) FROM concept_mentions),"
+            " (SELECT count(*) FROM concept_edges), (SELECT count(*) FROM concept_sources)").fetchone()
+        return tuple(rows), {m: graph.contribution(m) for m in graph.source_ids()}
+    finally:
+        graph.close()
+
+
+def test_apply_twice_is_the_same_graph(ctx):
+    a = write_memory(ctx, "The indexer depends on the write queue and uses SQLite WAL mode.").id
+    b = write_memory(ctx, "this change causes a deadlock in write_queue.py").id
+    _apply(ctx, [a, b])
+    first = _state(ctx)
+    _apply(ctx, [a, b])
+    _apply(ctx, [b])
+    assert _state(ctx) == first
+    counts, contributions = first
+    assert counts[3] == 2 and ("change", "causes", "deadlock") in contributions[b][1]
+
+
+def test_a_retracted_or_deleted_memory_leaves_and_its_sibling_stays(ctx):
+    keep = write_memory(ctx, "The indexer depends on the write queue.").id
+    gone = write_memory(ctx, "The scheduler depends on the write queue and uses cron_tab.py.").id
+    dropped = write_memory(ctx, "The exporter uses the parquet writer.").id
+    _apply(ctx, [keep, gone, dropped])
+    store = ctx.store()
+    with store.write():
+        memories.set_status(store, gone, "retracted", reason="wrong", action="memory.retract")
+    memories.delete(store, dropped)
+    result = _apply(ctx, [gone, dropped])
+    assert result.removed == 2
+    _, contributions = _state(ctx)
+    assert set(contributions) == {keep}
+    assert ("indexer", "depends_on", "write queue") in contributions[keep][1]
+    graph = _graph(ctx)
+    try:
+        names = {e.key for e in graph.all_entities(None, True)}
+    finally:
+        graph.close()
+    assert "write queue" in names and "indexer" in names
+    assert not {"scheduler", "cron_tab.py", "exporter", "parquet writer"} & names
+
+
+def test_entity_name_and_type_follow_the_remaining_mentions(ctx):
+    a = write_memory(ctx, "We moved the config into settings.toml yesterday.").id
+    _apply(ctx, [a])
+    graph = _graph(ctx)
+    try:
+        [entity] = graph.entities_by_key(["settings.toml"])
+        assert (entity.name, entity.type, entity.memories) == ("settings.toml", "file", 1)
+    finally:
+        graph.close()
+
+
+def test_merge_and_remove_correct_the_graph_and_extraction(ctx):
+    a = write_memory(ctx, "The indexer depends on the write-queue.").id
+    b = write_memory(ctx, "The exporter depends on the write queue.").id
+    _apply(ctx, [a, b])
+    store = ctx.store()
+    concept_verdicts.add_alias(store, "write-queue", "write queue")
+    concept_verdicts.suppress(store, "exporter", "noise")
+    graph = _graph(ctx)
+    try:
+        with graph.write():
+            assert graph.merge_entity("write-queue", "write queue") == 1
+            assert graph.delete_entity("exporter") == 1
+        merged = graph.contribution(a)
+    finally:
+        graph.close()
+    assert ("indexer", "depends_on", "write queue") in merged[1]
+    _apply(ctx, [a, b])  # a re-extraction resolves through the same verdicts
+    _, contributions = _state(ctx)
+    assert ("indexer", "depends_on", "write queue") in contributions[a][1]
+    assert "exporter" not in contributions[b][0] and "write queue" in contributions[b][0]
+    actions = [e.action for e in __import__("marm.store.events", fromlist=["x"]).recent(store, 10)]
+    assert "concept.merge" in actions and "concept.suppress" in actions
+
+
+def test_scope_filters_mentions_and_edges(ctx, tmp_path):
+    from tests.helpers import git_init
+
+    repo = git_init(tmp_path / "repo-a")
+    here = write_memory(ctx, "The billing worker uses the ledger table.", project=str(repo)).id
+    other = write_memory(ctx, "The search worker uses the ledger table.", project="other").id
+    _apply(ctx, [here, other])
+    graph = _graph(ctx)
+    try:
+        [ledger] = graph.entities_by_key(["ledger table"], str(repo), False)
+        edges = graph.edges_of([ledger.id], str(repo), False, 10)
+        wide = graph.edges_of([ledger.id], None, True, 10)
+    finally:
+        graph.close()
+    assert ledger.memories == 1
+    assert {m for e in edges for m in e.memory_ids} == {here}
+    assert {m for e in wide for m in e.memory_ids} == {here, other}
