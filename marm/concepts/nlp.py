@@ -2,8 +2,9 @@
 
 The English pipeline is loaded once per process, on first use, with the named-entity
 recogniser switched off in the main pass: it costs as much as the rest of the pipeline.
-It runs afterwards only on the documents that contain a capitalised proper noun, to
-tell people from places and organisations. Identifiers (``write_queue.py``,
+It runs afterwards only on the documents with a capitalised proper noun the process has
+not met before, to tell people from places and organisations; names it has met keep
+the type the recogniser gave them. Identifiers (``write_queue.py``,
 ``--max-seconds``) are merged into single tokens before tagging and parsing, so the
 parser sees them as the nouns they are.
 """
@@ -41,6 +42,7 @@ _NER_TYPES = {"PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", 
               "NORP": "org", "PRODUCT": "tool", "EVENT": "concept", "WORK_OF_ART": "concept"}
 _MEANS = frozenset(("by", "via", "through", "with", "using"))
 _IDS = "marm_ids"
+_NAMES = "marm_names"
 _ARGS = frozenset(("nsubj", "nsubjpass", "dobj", "obj", "pobj", "attr"))
 
 
@@ -70,33 +72,112 @@ class SpacyExtractor:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.nlp = spacy.load(model, exclude=["senter"], disable=["ner"])
+        self.nlp = spacy.load(model, exclude=["senter"],
+                              disable=["ner", "attribute_ruler", "lemmatizer"])
         self.nlp.add_pipe("marm_identifiers", first=True)
+        self.attributes = _Attributes(self.nlp.get_pipe("attribute_ruler"), self.nlp.vocab)
+        self.lemmatizer = self.nlp.get_pipe("lemmatizer")
         self.ner = self.nlp.get_pipe("ner")
+        #: Capitalised proper noun -> entity type the recogniser gave it (None: no entity).
+        #: Names recur (people, projects), so most documents need no recogniser pass.
+        self.seen: dict[str, str | None] = {}
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
         """One raw extraction per text, in order (verdicts and bounds come later)."""
         chunk: list[Doc] = []
         for doc in self.nlp.pipe((t[:MAX_TEXT_CHARS] for t in texts), batch_size=BATCH):
-            chunk.append(doc)
+            chunk.append(self.lemmatizer(self.attributes(doc)))
             if len(chunk) >= BATCH:
                 yield from self._finish(chunk)
                 chunk = []
         yield from self._finish(chunk)
 
     def _finish(self, docs: list[Doc]) -> Iterator[Extraction]:
-        named = [d for d in docs if _has_name(d)]
-        if named:
-            for _ in self.ner.pipe(named, batch_size=BATCH):
-                pass
+        unknown = [d for d in docs if self._names(d)]
+        if unknown:
+            for doc in self.ner.pipe(unknown, batch_size=BATCH):
+                self._learn(doc)
         for doc in docs:
             yield _extract(doc)
 
+    def _names(self, doc: Doc) -> bool:
+        """Label the doc's capitalised proper nouns from names seen before; True when
+        one is new, so the recogniser has to read this document."""
+        ids = doc.user_data.get(_IDS, {})
+        known: dict[int, str | None] = {}
+        for t in doc:
+            if t.pos_ == "PROPN" and t.text[:1].isupper() and t.text[1:].islower() \
+                    and t.i not in ids and t.lower_ not in TOOLS:
+                if t.text not in self.seen:
+                    return True
+                known[t.i] = self.seen[t.text]
+        doc.user_data[_NAMES] = known
+        return False
 
-def _has_name(doc: Doc) -> bool:
-    ids = doc.user_data.get(_IDS, {})
-    return any(t.pos_ == "PROPN" and t.text[:1].isupper() and t.text[1:].islower()
-               and t.i not in ids and t.lower_ not in TOOLS for t in doc)
+    def _learn(self, doc: Doc) -> None:
+        labels = {t.i: _NER_TYPES.get(e.label_) for e in doc.ents for t in e}
+        doc.user_data[_NAMES] = labels
+        if len(self.seen) > 20_000:
+            self.seen.clear()
+        for t in doc:
+            if t.pos_ == "PROPN" and t.text[:1].isupper() and t.text[1:].islower():
+                self.seen.setdefault(t.text, labels.get(t.i))
+
+
+class _Attributes:
+    """The pipeline's attribute ruler (tag -> part of speech and morphology, plus word
+    exceptions) as dictionary lookups. The ruler runs its 179 patterns through the
+    matcher on every token, which took a third of the pipeline's time; here only the
+    few multi-token or dependency patterns still go through a (small) ruler."""
+
+    def __init__(self, ruler: Any, vocab: Any) -> None:
+        from spacy.pipeline import AttributeRuler
+
+        self.by_tag: dict[str, dict[str, str]] = {}
+        self.by_word: dict[tuple[str, str], dict[str, str]] = {}
+        rest = []
+        for entry in ruler.patterns:
+            keys = _single_tokens(entry["patterns"])
+            if keys is None:
+                rest.append(entry)
+                continue
+            for lower, tag in keys:
+                target = self.by_tag.setdefault(tag, {}) if lower is None else \
+                    self.by_word.setdefault((lower, tag), {})
+                target.update(entry["attrs"])
+        self.rest = AttributeRuler(vocab, name="marm_attribute_rest")
+        if rest:
+            self.rest.add_patterns(rest)
+
+    def __call__(self, doc: Doc) -> Doc:
+        for t in doc:
+            for attrs in (self.by_tag.get(t.tag_), self.by_word.get((t.lower_, t.tag_))):
+                if attrs:
+                    for name, value in attrs.items():
+                        if name == "POS":
+                            t.pos_ = value
+                        elif name == "MORPH":
+                            t.set_morph(None if value == "_" else value)
+                        elif name == "LEMMA":
+                            t.lemma_ = value
+                        elif name == "TAG":
+                            t.tag_ = value
+        return self.rest(doc)
+
+
+def _single_tokens(patterns: list) -> list[tuple[str | None, str]] | None:
+    """(lower or None, tag) for patterns of one token matching TAG (and LOWER) only."""
+    out: list[tuple[str | None, str]] = []
+    for pattern in patterns:
+        if len(pattern) != 1 or not set(pattern[0]) <= {"TAG", "LOWER"} or "TAG" not in pattern[0]:
+            return None
+        tags, lowers = pattern[0]["TAG"], pattern[0].get("LOWER")
+        tags = tags.get("IN") if isinstance(tags, dict) else [tags]
+        lowers = [None] if lowers is None else lowers.get("IN") if isinstance(lowers, dict) else [lowers]
+        if tags is None or lowers is None:
+            return None
+        out += [(lower, tag) for tag in tags for lower in lowers]
+    return out
 
 
 def _extract(doc: Doc) -> Extraction:
@@ -104,7 +185,7 @@ def _extract(doc: Doc) -> Extraction:
     by_token: dict[int, Mention] = {}
     for i, (text, kind) in ids.items():
         by_token[i] = Mention(text.lower(), text, kind, 0.9 if kind in ("flag", "url") else 1.0)
-    ent_type = {t.i: _NER_TYPES.get(e.label_) for e in doc.ents for t in e}
+    ent_type: dict[int, str | None] = doc.user_data.get(_NAMES, {})
     for chunk in doc.noun_chunks:
         mention = _chunk_mention(chunk, ids, ent_type)
         if mention is None:
