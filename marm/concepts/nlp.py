@@ -86,7 +86,7 @@ class SpacyExtractor:
         """One raw extraction per text, in order (verdicts and bounds come later)."""
         chunk: list[Doc] = []
         for doc in self.nlp.pipe((t[:MAX_TEXT_CHARS] for t in texts), batch_size=BATCH):
-            chunk.append(self.lemmatizer(self.attributes(doc)))
+            chunk.append(self.attributes.lemmatize(self.lemmatizer(self.attributes(doc))))
             if len(chunk) >= BATCH:
                 yield from self._finish(chunk)
                 chunk = []
@@ -126,32 +126,42 @@ class SpacyExtractor:
 
 class _Attributes:
     """The pipeline's attribute ruler (tag -> part of speech and morphology, plus word
-    exceptions) as dictionary lookups. The ruler runs its 179 patterns through the
-    matcher on every token, which took a third of the pipeline's time; here only the
-    few multi-token or dependency patterns still go through a (small) ruler."""
+    exceptions) as dictionary lookups and a few rules in code. The ruler runs ~180
+    patterns through the matcher on every token, a third of the pipeline's time.
+    Patterns not recognised here (another model version) still go through a ruler;
+    pronoun-case morphology and dialect lemmas (``goin'``), which extraction never
+    reads, are left out."""
 
     def __init__(self, ruler: Any, vocab: Any) -> None:
         from spacy.pipeline import AttributeRuler
 
         self.by_tag: dict[str, dict[str, str]] = {}
         self.by_word: dict[tuple[str, str], dict[str, str]] = {}
+        self.lemmas: dict[str, str] = {}
         rest = []
         for entry in ruler.patterns:
             keys = _single_tokens(entry["patterns"])
+            word = _single_word(entry)
+            if word is not None:
+                self.lemmas[word] = entry["attrs"]["LEMMA"]
+                continue
             if keys is None:
-                rest.append(entry)
+                if not _handled(entry):
+                    rest.append(entry)
                 continue
             for lower, tag in keys:
                 target = self.by_tag.setdefault(tag, {}) if lower is None else \
                     self.by_word.setdefault((lower, tag), {})
                 target.update(entry["attrs"])
-        self.rest = AttributeRuler(vocab, name="marm_attribute_rest")
+        self.rest = None
         if rest:
+            self.rest = AttributeRuler(vocab, name="marm_attribute_rest")
             self.rest.add_patterns(rest)
 
     def __call__(self, doc: Doc) -> Doc:
         for t in doc:
-            for attrs in (self.by_tag.get(t.tag_), self.by_word.get((t.lower_, t.tag_))):
+            tag, dep = t.tag_, t.dep_
+            for attrs in (self.by_tag.get(tag), self.by_word.get((t.lower_, tag))):
                 if attrs:
                     for name, value in attrs.items():
                         if name == "POS":
@@ -162,7 +172,57 @@ class _Attributes:
                             t.lemma_ = value
                         elif name == "TAG":
                             t.tag_ = value
-        return self.rest(doc)
+            if t.is_space:
+                t.tag_, t.pos_ = "_SP", "SPACE"
+            elif dep in ("aux", "auxpass") and tag not in ("TO", ""):
+                t.pos_ = "AUX"
+            elif dep in _MAIN_DEPS and t.lower_ in _DO_HAVE:
+                t.pos_ = "VERB"
+            elif tag == "IN" and dep == "mark":
+                t.pos_ = "SCONJ"
+            elif tag in ("DT", "WDT") and dep not in ("det", "quantmod", ""):
+                t.pos_ = "PRON"
+            elif tag == "CC" and dep == "advmod" and t.lower_ == "but":
+                t.pos_ = "ADV"
+            elif dep == "expl" and t.i + 1 < len(doc) and doc[t.i + 1].lower_ in _BE:
+                doc[t.i + 1].pos_ = "VERB"
+        return doc if self.rest is None else self.rest(doc)
+
+    def lemmatize(self, doc: Doc) -> Doc:
+        """After the lemmatizer: the word exceptions (``'ll`` -> will)."""
+        if self.lemmas:
+            for t in doc:
+                lemma = self.lemmas.get(t.lower_)
+                if lemma is not None:
+                    t.lemma_ = lemma
+        return doc
+
+
+def _single_word(entry: dict) -> str | None:
+    """The word of a one-token ``{"LOWER": word}`` -> lemma pattern, else None."""
+    patterns = entry["patterns"]
+    if set(entry["attrs"]) == {"LEMMA"} and len(patterns) == 1 and len(patterns[0]) == 1:
+        token = patterns[0][0]
+        if set(token) == {"LOWER"} and isinstance(token["LOWER"], str):
+            return token["LOWER"]
+    return None
+
+
+_MAIN_DEPS = frozenset(("ROOT", "advcl", "ccomp", "conj", "relcl", "xcomp"))
+_DO_HAVE = frozenset(("do", "does", "did", "'d", "have", "has", "had"))
+_BE = frozenset(("is", "are", "was", "were", "'s", "'re"))
+#: The multi-token and dependency patterns of en_core_web_sm 3.8 that ``_Attributes``
+#: applies in code (POS rules) or skips (pronoun morphology, dialect lemmas).
+_HANDLED_ATTRS = frozenset(("POS", "MORPH", "LEMMA", "TAG", "DEP"))
+
+
+def _handled(entry: dict) -> bool:
+    attrs = set(entry["attrs"])
+    if attrs <= {"MORPH"} or attrs <= {"LEMMA"}:
+        return True
+    keys = {k for pattern in entry["patterns"] for token in pattern for k in token}
+    return attrs <= _HANDLED_ATTRS and keys <= {"TAG", "DEP", "LOWER", "IS_SPACE"} and \
+        "DEP" in keys | ({"DEP"} if "IS_SPACE" in keys or entry["attrs"].get("POS") else set())
 
 
 def _single_tokens(patterns: list) -> list[tuple[str | None, str]] | None:

@@ -4,7 +4,8 @@
 
 - extraction throughput on one core (the process pins itself to one CPU), medians over
   ``--repeat`` runs, over the LoCoMo dev turns and a set of developer notes; the spaCy
-  extractor and the rule-based fallback;
+  extractor and the rule-based fallback. Wall-clock rates are the figure; rates per CPU
+  second are printed beside them because on a shared machine they differ;
 - the ``concepts`` drain end to end (store reads, extraction, derived-db writes);
 - edges and entities per memory (mean, p95, max);
 - ``marm concepts recall`` whole-process wall time (a fresh ``python -m marm`` each time);
@@ -104,14 +105,16 @@ def measure(extractor, texts: list[str], repeat: int) -> dict:
     from marm.concepts.model import finish
 
     list(extractor.extract(texts[:50]))  # warm
-    rates, results = [], []
+    rates, cpu_rates, results = [], [], []
     for _ in range(repeat):
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         results = [finish(raw, lambda k: k) for raw in extractor.extract(texts)]
         rates.append(len(texts) / (time.perf_counter() - started))
+        cpu_rates.append(len(texts) / (time.process_time() - cpu))
     return {
         "memories": len(texts),
         "per_second": round(statistics.median(rates), 1),
+        "per_cpu_second": round(statistics.median(cpu_rates), 1),
         "edges": stats([len(r.relations) for r in results]),
         "typed_edges": stats([sum(x.predicate != "related_to" for x in r.relations) for r in results]),
         "entities": stats([len(r.mentions) for r in results]),
@@ -130,13 +133,13 @@ def drain_end_to_end(texts: list[str]) -> dict:
     ctx = Ctx(source="import", cwd=work, env={**os.environ, "MARM_HOME": str(home)})
     for text in texts:
         write_memory(ctx, text)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     summary = drain_engine.run(ctx, kinds=["concepts"], sweeps=False, max_seconds=3600)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     ctx.close()
     done = summary.kinds["concepts"].done
     return {"home": home, "memories": done, "seconds": round(seconds, 2),
-            "per_second": round(done / seconds, 1)}
+            "per_second": round(done / seconds, 1), "per_cpu_second": round(done / cpu, 1)}
 
 
 def recall_wall(home: Path, runs: int) -> dict:
@@ -217,7 +220,8 @@ def main() -> None:
         for label, x in (("spacy", spacy_x), ("rules", RuleExtractor())):
             m = measure(x, texts, args.repeat)
             result[f"{name}_{label}"] = m
-            print(f"{name:<9} {label:<5} {m['memories']:>5} memories  {m['per_second']:>7.1f}/s  "
+            print(f"{name:<9} {label:<5} {m['memories']:>5} memories  {m['per_second']:>7.1f}/s wall"
+                  f"  {m['per_cpu_second']:>7.1f}/cpu-s  "
                   f"edges mean {m['edges']['mean']} p95 {m['edges']['p95']} max {m['edges']['max']}  "
                   f"(typed mean {m['typed_edges']['mean']})  entities mean {m['entities']['mean']}")
     every = turns + DEV_NOTES
@@ -225,7 +229,8 @@ def main() -> None:
     home = drained.pop("home")
     result["drain"] = drained
     print(f"drain     {drained['memories']} memories in {drained['seconds']}s "
-          f"= {drained['per_second']}/s (store + extraction + graph writes, incl. model load)")
+          f"= {drained['per_second']}/s wall, {drained['per_cpu_second']}/cpu-s "
+          f"(store + extraction + graph writes)")
     wall = recall_wall(home, args.recall_runs)
     result["recall"] = wall
     print(f"recall    whole process median {wall['median_s']}s, max {wall['max_s']}s "
@@ -243,10 +248,10 @@ def main() -> None:
         elif p:
             print(f"peer      failed: {p['error']}")
         result["peer"] = p
-    main_rate = result.get("locomo_spacy", result["dev_notes_spacy"])["per_second"]
-    edges_mean = max(result[k]["edges"]["mean"] for k in corpora.keys() for k in [f"{k}_spacy"])
+    rates = [result[f"{k}_spacy"]["per_second"] for k in corpora]
+    edges_mean = max(result[f"{k}_spacy"]["edges"]["mean"] for k in corpora)
     result["targets"] = {
-        "throughput_ok": main_rate >= 200 and result["dev_notes_spacy"]["per_second"] >= 200,
+        "throughput_ok": min(rates) >= 200,
         "edges_mean_ok": edges_mean <= 6,
         "recall_ok": wall["median_s"] <= 0.3,
     }
