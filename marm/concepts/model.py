@@ -23,7 +23,7 @@ MAX_EDGES = 10
 MAX_MENTIONS = 40
 COOCCURRENCE_PER_SENTENCE = 2
 #: Mentions below this salience take part in typed relations but not in co-occurrence.
-COOCCURRENCE_MIN_SALIENCE = 0.55
+COOCCURRENCE_MIN_SALIENCE = 0.5
 RELATED = "related_to"
 #: Characters of a memory that extraction reads; the rest of a very long memory is skipped.
 MAX_TEXT_CHARS = 20_000
@@ -81,7 +81,7 @@ PREDICATES: dict[str, tuple[str, str | None]] = {
     "like": ("likes", None), "love": ("likes", None), "enjoy": ("likes", None),
     "prefer": ("prefers", None), "hate": ("dislikes", None), "dislike": ("dislikes", None),
     "visit": ("visits", None), "attend": ("attends", None), "join": ("joins", None),
-    "build": ("builds", None), "make": ("creates", None),
+    "build": ("builds", None),
 }
 
 #: Head lemmas that make a noun phrase an ``error``.

@@ -33,7 +33,7 @@ from marm.concepts.model import (
 )
 
 BATCH = 256
-_SKIP_LEAD = frozenset("DET PRON NUM PUNCT CCONJ PART SYM X SPACE".split())
+_SKIP_LEAD = frozenset("DET PRON NUM PUNCT CCONJ SCONJ PART SYM X SPACE ADV ADP AUX INTJ".split())
 _QUANTIFIERS = frozenset(
     "some any many much more most several few all each every other another such own same"
     " various certain whole entire lots".split()
@@ -41,6 +41,7 @@ _QUANTIFIERS = frozenset(
 _NER_TYPES = {"PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place",
               "NORP": "org", "PRODUCT": "tool", "EVENT": "concept", "WORK_OF_ART": "concept"}
 _MEANS = frozenset(("by", "via", "through", "with", "using"))
+_EDGE_PUNCT = "-'\"`.,;:!?*_~#()[]{}<>"
 _IDS = "marm_ids"
 _NAMES = "marm_names"
 _ARGS = frozenset(("nsubj", "nsubjpass", "dobj", "obj", "pobj", "attr"))
@@ -119,9 +120,10 @@ class SpacyExtractor:
         doc.user_data[_NAMES] = labels
         if len(self.seen) > 20_000:
             self.seen.clear()
-        for t in doc:
+        for t in doc:  # keep the most telling label a name was ever given
             if t.pos_ == "PROPN" and t.text[:1].isupper() and t.text[1:].islower():
-                self.seen.setdefault(t.text, labels.get(t.i))
+                if labels.get(t.i) or t.text not in self.seen:
+                    self.seen[t.text] = labels.get(t.i)
 
 
 class _Attributes:
@@ -283,10 +285,12 @@ def _chunk_mention(chunk: Span, ids: dict[int, tuple[str, str]],
     tokens = [t for t in tokens if not t.is_punct]
     if not tokens or len(tokens) > 6 or tokens[-1].i != root.i:
         return None
-    words = [t.lower_ for t in tokens[:-1]]
-    head = root.lemma_.lower() if root.pos_ == "NOUN" else root.lower_
+    words = [w for t in tokens[:-1] if (w := t.lower_.strip(_EDGE_PUNCT))]
+    head = (root.lemma_.lower() if root.pos_ == "NOUN" else root.lower_).strip(_EDGE_PUNCT)
+    if not head:
+        return None
     words.append(head)
-    key = " ".join(words).strip("-'\"")
+    key = " ".join(words)
     if len(key) < 2 or key in GENERIC or all(t.is_stop for t in tokens):
         return None
     proper = root.pos_ == "PROPN"
@@ -298,7 +302,7 @@ def _chunk_mention(chunk: Span, ids: dict[int, tuple[str, str]],
         salience += 0.1
     if root.dep_ in ("nsubj", "nsubjpass", "dobj", "pobj"):
         salience += 0.05
-    name = " ".join(t.text for t in tokens)
+    name = " ".join(w for t in tokens if (w := t.text.strip(_EDGE_PUNCT)))
     return Mention(key, name, kind, round(min(salience, 1.0), 3))
 
 
