@@ -257,6 +257,42 @@ def concept_recall(
                                [MemoryView.of(visible[i], detail) for i in ordered[:limit]], note)
 
 
+@dataclass(frozen=True, slots=True)
+class GraphContext:
+    """What the concept graph knows about a recall's results: read-only, bounded, and
+    never part of the ranking."""
+
+    entities: list[ConceptView]
+    relations: list[RelationView]
+
+
+def graph_context(ctx: Ctx, memory_ids: list[int], project: str | None, all_projects: bool,
+                  entities: int = 8, relations: int = 12) -> GraphContext | None:
+    """The entities the given memories name and their typed relations, within scope.
+    None when no graph has been built yet (nothing is created by asking)."""
+    path = config.derived_path(ctx.home)
+    if not memory_ids or not path.exists():
+        return None
+    graph = Graph.open(path)
+    try:
+        ids = graph.entities_of_memories(memory_ids, entities)
+        found = graph.entities(ids, project, all_projects)
+        edges = [e for e in graph.edges_of(ids, project, all_projects, relations * 3)
+                 if e.predicate != RELATED]
+        named = graph.entities({x for e in edges for x in (e.source, e.target)} - set(found),
+                               project, all_projects)
+    finally:
+        graph.close()
+    everything = {**named, **found}
+    visible = _visible(ctx.store(), [m for e in edges for m in e.memory_ids], project, all_projects)
+    views = [RelationView(everything[e.source].name, e.predicate, everything[e.target].name, e.weight,
+                          behind) for e in edges
+             if (behind := [m for m in e.memory_ids if m in visible])][:relations]
+    return GraphContext(
+        [ConceptView(found[i].name, found[i].key, found[i].type, found[i].memories, 0)
+         for i in ids if i in found], views)
+
+
 def _visible(store, ids: list[int], project: str | None, all_projects: bool) -> dict:
     found = memories.get_many(store, ids)
     return {i: m for i, m in found.items()

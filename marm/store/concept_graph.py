@@ -304,6 +304,15 @@ class Graph:
             f" WHERE m.entity_id IN ({','.join('?' * len(ids))}) AND {where}"
             f" ORDER BY m.salience DESC, m.memory_id DESC LIMIT ?", [*ids, *args, limit])]
 
+    def entities_of_memories(self, memory_ids: Iterable[int], limit: int) -> list[int]:
+        """Entity ids the memories name, most salient first."""
+        ids = list(set(memory_ids))
+        if not ids:
+            return []
+        return [r[0] for r in self.conn.execute(
+            f"SELECT entity_id FROM concept_mentions WHERE memory_id IN ({','.join('?' * len(ids))})"
+            f" GROUP BY entity_id ORDER BY max(salience) DESC, count(*) DESC LIMIT ?", [*ids, limit])]
+
     def all_entities(self, project: str | None, all_projects: bool) -> list[Entity]:
         where, args = _scope(project, all_projects, "m")
         rows = self.conn.execute(

@@ -107,3 +107,26 @@ def test_concept_recall_imports_no_model_and_status_names_the_extractor(tmp_path
     status = _ok("status", cwd=tmp_path)
     part = next(c for c in status["components"] if c["name"] == "concepts")
     assert part["available"] and "en_core_web_sm" in part["detail"]
+
+
+def test_recall_graph_context_is_opt_in_bounded_and_leaves_the_ranking_alone(tmp_path):
+    repo, other = git_init(tmp_path / "repo"), git_init(tmp_path / "other")
+    ids = [_ok("log", text, cwd=repo)["id"] for text in (
+        "The indexer depends on the task queue and uses SQLite WAL mode.",
+        "The exporter depends on the task queue.",
+        "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py",
+    )]
+    _ok("log", "The billing service depends on the task queue.", cwd=other)
+    _ok("drain", cwd=repo)
+    plain = _ok("recall", "task queue", cwd=repo)
+    with_graph = _ok("recall", "task queue", "--graph", cwd=repo)
+    assert [r["id"] for r in plain["results"]] == [r["id"] for r in with_graph["results"]]
+    assert [r["score"] for r in plain["results"]] == [r["score"] for r in with_graph["results"]]
+    assert plain["graph_context"] is None
+    context = with_graph["graph_context"]
+    triples = {(r["source"], r["predicate"], r["target"]) for r in context["relations"]}
+    assert ("indexer", "depends_on", "task queue") in triples
+    assert ("exporter", "depends_on", "task queue") in triples
+    assert not any(r["source"] == "billing service" for r in context["relations"])
+    assert all(set(r["memory_ids"]) <= set(ids) for r in context["relations"])
+    assert 0 < len(context["entities"]) <= 8 and len(context["relations"]) <= 12
