@@ -35,17 +35,24 @@ _PATTERN = re.compile(
 
 #: Which entity type each kind of identifier gets.
 TYPES = {
-    "url": "url", "path": "file", "file": "file", "flag": "flag", "dotted": "symbol",
-    "upper": "symbol", "snake": "symbol", "camel": "symbol", "call": "symbol",
+    "url": "url",
+    "path": "file",
+    "file": "file",
+    "flag": "flag",
+    "dotted": "symbol",
+    "upper": "symbol",
+    "snake": "symbol",
+    "camel": "symbol",
+    "call": "symbol",
 }
 
 
 @dataclass(frozen=True, slots=True)
 class Identifier:
-    start: int      # character offsets into the text
+    start: int  # character offsets into the text
     end: int
-    text: str       # exact text, trailing ``()`` and punctuation removed
-    type: str       # file | symbol | flag | url
+    text: str  # exact text, trailing ``()`` and punctuation removed
+    type: str  # file | symbol | flag | url
 
 
 def find(text: str) -> list[Identifier]:
@@ -77,5 +84,11 @@ def _prose_abbreviation(value: str) -> bool:
     parts = value.removesuffix("()").split(".")
     if all(len(p) <= 1 for p in parts):
         return True
-    return len(parts) == 2 and parts[0].isalpha() and parts[0].islower() and parts[1].istitle() \
-        and "_" not in value and not value.endswith("()")
+    return (
+        len(parts) == 2
+        and parts[0].isalpha()
+        and parts[0].islower()
+        and parts[1].istitle()
+        and "_" not in value
+        and not value.endswith("()")
+    )

@@ -31,7 +31,6 @@ class Extractor(Protocol):
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]: ...
 
 
-
 def extractor() -> Extractor:
     """The spaCy extractor when its pipeline is installed, else the rule-based one."""
     from marm.concepts.rules import RuleExtractor
@@ -50,22 +49,30 @@ def extractor() -> Extractor:
 
 @dataclass
 class Applied:
-    added: int = 0       # memories whose contribution is in the graph now
-    removed: int = 0     # memories whose contribution left (gone, retracted, superseded)
+    added: int = 0  # memories whose contribution is in the graph now
+    removed: int = 0  # memories whose contribution left (gone, retracted, superseded)
 
 
 def apply(store: Store, graph: Graph, memory_ids: Sequence[int], using: Extractor) -> Applied:
     """Bring the graph's contribution of ``memory_ids`` up to date with the store."""
     found = memories.get_many(store, memory_ids)
-    live = [found[i] for i in dict.fromkeys(memory_ids)
-            if i in found and found[i].status in memories.VISIBLE_STATUSES]
+    live = [
+        found[i]
+        for i in dict.fromkeys(memory_ids)
+        if i in found and found[i].status in memories.VISIBLE_STATUSES
+    ]
     extractions = list(using.extract(m.content for m in live)) if live else []
     verdicts = concept_verdicts.load(store)
     result = Applied(added=len(live), removed=len(set(memory_ids)) - len(live))
     with graph.write():
         for memory_id in dict.fromkeys(memory_ids):
             graph.remove_memory(memory_id)
-        for memory, raw in zip(live, extractions):
-            graph.add_memory(memory.id, memory.project, memory.content_hash, using.name,
-                             finish(raw, verdicts.resolve))
+        for memory, raw in zip(live, extractions, strict=True):
+            graph.add_memory(
+                memory.id,
+                memory.project,
+                memory.content_hash,
+                using.name,
+                finish(raw, verdicts.resolve),
+            )
     return result

@@ -31,15 +31,17 @@ MAX_TEXT_CHARS = 20_000
 
 @dataclass(frozen=True, slots=True)
 class Mention:
-    key: str          # normalised: lower case, head lemma, no surrounding punctuation
-    name: str         # how people read it; identifiers keep their exact text
-    type: str         # concept | decision | error | tool | person | org | place | file | symbol | flag | url
-    salience: float   # 0..1: how much this memory is about it
+    key: str  # normalised: lower case, head lemma, no surrounding punctuation
+    name: str  # how people read it; identifiers keep their exact text
+    type: (
+        str  # concept | decision | error | tool | person | org | place | file | symbol | flag | url
+    )
+    salience: float  # 0..1: how much this memory is about it
 
 
 @dataclass(frozen=True, slots=True)
 class Relation:
-    source: str       # mention keys
+    source: str  # mention keys
     predicate: str
     target: str
     weight: float
@@ -53,34 +55,75 @@ class Extraction:
 
 #: Exact verb lemma -> (predicate, the preposition that introduces the object, if any).
 PREDICATES: dict[str, tuple[str, str | None]] = {
-    "fix": ("fixes", None), "resolve": ("fixes", None), "solve": ("fixes", None),
-    "repair": ("fixes", None), "patch": ("fixes", None), "workaround": ("fixes", None),
-    "use": ("uses", None), "utilize": ("uses", None), "employ": ("uses", None),
-    "leverage": ("uses", None), "adopt": ("uses", None),
-    "call": ("calls", None), "invoke": ("calls", None),
-    "cause": ("causes", None), "trigger": ("causes", None), "induce": ("causes", None),
-    "produce": ("causes", None), "break": ("breaks", None),
-    "replace": ("replaces", None), "supersede": ("replaces", None), "substitute": ("replaces", None),
+    "fix": ("fixes", None),
+    "resolve": ("fixes", None),
+    "solve": ("fixes", None),
+    "repair": ("fixes", None),
+    "patch": ("fixes", None),
+    "workaround": ("fixes", None),
+    "use": ("uses", None),
+    "utilize": ("uses", None),
+    "employ": ("uses", None),
+    "leverage": ("uses", None),
+    "adopt": ("uses", None),
+    "call": ("calls", None),
+    "invoke": ("calls", None),
+    "cause": ("causes", None),
+    "trigger": ("causes", None),
+    "induce": ("causes", None),
+    "produce": ("causes", None),
+    "break": ("breaks", None),
+    "replace": ("replaces", None),
+    "supersede": ("replaces", None),
+    "substitute": ("replaces", None),
     "deprecate": ("deprecates", None),
-    "depend": ("depends_on", "on"), "rely": ("depends_on", "on"), "require": ("depends_on", None),
+    "depend": ("depends_on", "on"),
+    "rely": ("depends_on", "on"),
+    "require": ("depends_on", None),
     "need": ("depends_on", None),
     "implement": ("implements", None),
-    "extend": ("extends", None), "subclass": ("extends", None), "inherit": ("extends", "from"),
-    "contain": ("contains", None), "include": ("contains", None), "wrap": ("wraps", None),
+    "extend": ("extends", None),
+    "subclass": ("extends", None),
+    "inherit": ("extends", "from"),
+    "contain": ("contains", None),
+    "include": ("contains", None),
+    "wrap": ("wraps", None),
     "import": ("imports", None),
-    "prevent": ("prevents", None), "block": ("prevents", None), "avoid": ("prevents", None),
-    "create": ("creates", None), "generate": ("creates", None), "spawn": ("creates", None),
+    "prevent": ("prevents", None),
+    "block": ("prevents", None),
+    "avoid": ("prevents", None),
+    "create": ("creates", None),
+    "generate": ("creates", None),
+    "spawn": ("creates", None),
     "configure": ("configures", None),
-    "test": ("tests", None), "verify": ("tests", None),
-    "store": ("stores", None), "persist": ("stores", None), "cache": ("stores", None),
-    "read": ("reads", None), "write": ("writes", None), "parse": ("parses", None),
-    "remove": ("removes", None), "delete": ("removes", None), "drop": ("removes", None),
-    "add": ("adds", None), "introduce": ("adds", None),
-    "migrate": ("migrates_to", "to"), "switch": ("migrates_to", "to"), "move": ("migrates_to", "to"),
-    "support": ("supports", None), "own": ("owns", None), "maintain": ("owns", None),
-    "like": ("likes", None), "love": ("likes", None), "enjoy": ("likes", None),
-    "prefer": ("prefers", None), "hate": ("dislikes", None), "dislike": ("dislikes", None),
-    "visit": ("visits", None), "attend": ("attends", None), "join": ("joins", None),
+    "test": ("tests", None),
+    "verify": ("tests", None),
+    "store": ("stores", None),
+    "persist": ("stores", None),
+    "cache": ("stores", None),
+    "read": ("reads", None),
+    "write": ("writes", None),
+    "parse": ("parses", None),
+    "remove": ("removes", None),
+    "delete": ("removes", None),
+    "drop": ("removes", None),
+    "add": ("adds", None),
+    "introduce": ("adds", None),
+    "migrate": ("migrates_to", "to"),
+    "switch": ("migrates_to", "to"),
+    "move": ("migrates_to", "to"),
+    "support": ("supports", None),
+    "own": ("owns", None),
+    "maintain": ("owns", None),
+    "like": ("likes", None),
+    "love": ("likes", None),
+    "enjoy": ("likes", None),
+    "prefer": ("prefers", None),
+    "hate": ("dislikes", None),
+    "dislike": ("dislikes", None),
+    "visit": ("visits", None),
+    "attend": ("attends", None),
+    "join": ("joins", None),
     "build": ("builds", None),
 }
 
@@ -111,9 +154,24 @@ GENERIC = frozenset(
 )
 
 #: When two types name one key, the more specific one wins.
-TYPE_RANK = {t: i for i, t in enumerate(
-    ("file", "symbol", "flag", "url", "person", "error", "tool", "decision", "org", "place", "concept")
-)}
+TYPE_RANK = {
+    t: i
+    for i, t in enumerate(
+        (
+            "file",
+            "symbol",
+            "flag",
+            "url",
+            "person",
+            "error",
+            "tool",
+            "decision",
+            "org",
+            "place",
+            "concept",
+        )
+    )
+}
 
 _EDGE_PUNCT = "\"'`“”‘’()[]{}<>.,;:!?*_~-#"
 _SPACE = re.compile(r"\s+")
@@ -147,16 +205,22 @@ def merge_mentions(found: Sequence[Mention]) -> dict[str, Mention]:
             out[m.key] = m
             continue
         better = m if TYPE_RANK.get(m.type, 99) < TYPE_RANK.get(old.type, 99) else old
-        out[m.key] = Mention(m.key, better.name, better.type,
-                             round(min(1.0, max(old.salience, m.salience) + 0.05), 3))
+        out[m.key] = Mention(
+            m.key,
+            better.name,
+            better.type,
+            round(min(1.0, max(old.salience, m.salience) + 0.05), 3),
+        )
     return out
 
 
 def cooccurrence(sentence: Sequence[Mention], linked: set[frozenset[str]]) -> list[Relation]:
     """At most ``COOCCURRENCE_PER_SENTENCE`` edges: the sentence's most salient mention
     to the next most salient ones, skipping pairs a typed relation already links."""
-    ranked = sorted({m.key: m for m in sentence if m.salience >= COOCCURRENCE_MIN_SALIENCE}.values(),
-                    key=lambda m: -m.salience)
+    ranked = sorted(
+        {m.key: m for m in sentence if m.salience >= COOCCURRENCE_MIN_SALIENCE}.values(),
+        key=lambda m: -m.salience,
+    )
     if len(ranked) < 2:
         return []
     top, out = ranked[0], []
@@ -165,7 +229,9 @@ def cooccurrence(sentence: Sequence[Mention], linked: set[frozenset[str]]) -> li
         if pair in linked:
             continue
         linked.add(pair)
-        out.append(Relation(top.key, RELATED, other.key, round(0.5 * min(top.salience, other.salience), 3)))
+        out.append(
+            Relation(top.key, RELATED, other.key, round(0.5 * min(top.salience, other.salience), 3))
+        )
         if len(out) >= COOCCURRENCE_PER_SENTENCE:
             break
     return out
@@ -188,8 +254,13 @@ def finish(raw: Extraction, resolve: Callable[[str], str | None]) -> Extraction:
     relations: dict[tuple[str, str, str], Relation] = {}
     for r in raw.relations:
         source, target = mapped.get(r.source), mapped.get(r.target)
-        if source is None or target is None or source == target or source not in kept \
-                or target not in kept:
+        if (
+            source is None
+            or target is None
+            or source == target
+            or source not in kept
+            or target not in kept
+        ):
             continue
         k = (source, r.predicate, target)
         if k not in relations or relations[k].weight < r.weight:

@@ -38,8 +38,17 @@ _QUANTIFIERS = frozenset(
     "some any many much more most several few all each every other another such own same"
     " various certain whole entire lots".split()
 )
-_NER_TYPES = {"PERSON": "person", "ORG": "org", "GPE": "place", "LOC": "place", "FAC": "place",
-              "NORP": "org", "PRODUCT": "tool", "EVENT": "concept", "WORK_OF_ART": "concept"}
+_NER_TYPES = {
+    "PERSON": "person",
+    "ORG": "org",
+    "GPE": "place",
+    "LOC": "place",
+    "FAC": "place",
+    "NORP": "org",
+    "PRODUCT": "tool",
+    "EVENT": "concept",
+    "WORK_OF_ART": "concept",
+}
 _MEANS = frozenset(("by", "via", "through", "with", "using"))
 _EDGE_PUNCT = "-'\"`.,;:!?*_~#()[]{}<>"
 _IDS = "marm_ids"
@@ -73,8 +82,9 @@ class SpacyExtractor:
 
     def __init__(self, model: str) -> None:
         self.model = model
-        self.nlp = spacy.load(model, exclude=["senter"],
-                              disable=["ner", "attribute_ruler", "lemmatizer"])
+        self.nlp = spacy.load(
+            model, exclude=["senter"], disable=["ner", "attribute_ruler", "lemmatizer"]
+        )
         self.nlp.add_pipe("marm_identifiers", first=True)
         self.attributes = _Attributes(self.nlp.get_pipe("attribute_ruler"), self.nlp.vocab)
         self.lemmatizer = self.nlp.get_pipe("lemmatizer")
@@ -107,8 +117,13 @@ class SpacyExtractor:
         ids = doc.user_data.get(_IDS, {})
         known: dict[int, str | None] = {}
         for t in doc:
-            if t.pos_ == "PROPN" and t.text[:1].isupper() and t.text[1:].islower() \
-                    and t.i not in ids and t.lower_ not in TOOLS:
+            if (
+                t.pos_ == "PROPN"
+                and t.text[:1].isupper()
+                and t.text[1:].islower()
+                and t.i not in ids
+                and t.lower_ not in TOOLS
+            ):
                 if t.text not in self.seen:
                     return True
                 known[t.i] = self.seen[t.text]
@@ -152,8 +167,11 @@ class _Attributes:
                     rest.append(entry)
                 continue
             for lower, tag in keys:
-                target = self.by_tag.setdefault(tag, {}) if lower is None else \
-                    self.by_word.setdefault((lower, tag), {})
+                target = (
+                    self.by_tag.setdefault(tag, {})
+                    if lower is None
+                    else self.by_word.setdefault((lower, tag), {})
+                )
                 target.update(entry["attrs"])
         self.rest = None
         if rest:
@@ -223,8 +241,11 @@ def _handled(entry: dict) -> bool:
     if attrs <= {"MORPH"} or attrs <= {"LEMMA"}:
         return True
     keys = {k for pattern in entry["patterns"] for token in pattern for k in token}
-    return attrs <= _HANDLED_ATTRS and keys <= {"TAG", "DEP", "LOWER", "IS_SPACE"} and \
-        "DEP" in keys | ({"DEP"} if "IS_SPACE" in keys or entry["attrs"].get("POS") else set())
+    return (
+        attrs <= _HANDLED_ATTRS
+        and keys <= {"TAG", "DEP", "LOWER", "IS_SPACE"}
+        and "DEP" in keys | ({"DEP"} if "IS_SPACE" in keys or entry["attrs"].get("POS") else set())
+    )
 
 
 def _single_tokens(patterns: list) -> list[tuple[str | None, str]] | None:
@@ -235,7 +256,9 @@ def _single_tokens(patterns: list) -> list[tuple[str | None, str]] | None:
             return None
         tags, lowers = pattern[0]["TAG"], pattern[0].get("LOWER")
         tags = tags.get("IN") if isinstance(tags, dict) else [tags]
-        lowers = [None] if lowers is None else lowers.get("IN") if isinstance(lowers, dict) else [lowers]
+        lowers = (
+            [None] if lowers is None else lowers.get("IN") if isinstance(lowers, dict) else [lowers]
+        )
         if tags is None or lowers is None:
             return None
         out += [(lower, tag) for tag in tags for lower in lowers]
@@ -255,8 +278,14 @@ def _extract(doc: Doc) -> Extraction:
         for t in chunk:
             by_token.setdefault(t.i, mention)
     for t in doc:  # arguments the parser left outside any noun chunk ("depends on sqlite")
-        if t.i not in by_token and t.dep_ in _ARGS and t.pos_ in ("NOUN", "PROPN", "ADJ", "X") \
-                and t.is_alpha and not t.is_stop and len(t) > 1:
+        if (
+            t.i not in by_token
+            and t.dep_ in _ARGS
+            and t.pos_ in ("NOUN", "PROPN", "ADJ", "X")
+            and t.is_alpha
+            and not t.is_stop
+            and len(t) > 1
+        ):
             head = t.lemma_.lower() if t.pos_ == "NOUN" else t.lower_
             if head not in GENERIC:
                 by_token[t.i] = Mention(head, t.text, phrase_type([head], head), 0.5)
@@ -273,14 +302,16 @@ def _extract(doc: Doc) -> Extraction:
     return Extraction(tuple(merge_mentions(list(by_token.values())).values()), tuple(relations))
 
 
-def _chunk_mention(chunk: Span, ids: dict[int, tuple[str, str]],
-                   ent_type: dict[int, str | None]) -> Mention | None:
+def _chunk_mention(
+    chunk: Span, ids: dict[int, tuple[str, str]], ent_type: dict[int, str | None]
+) -> Mention | None:
     root = chunk.root
     if root.i in ids or root.pos_ == "PRON":
         return None
     tokens = [t for t in chunk if t.i not in ids]
-    while tokens and (tokens[0].pos_ in _SKIP_LEAD or tokens[0].lower_ in _QUANTIFIERS
-                      or tokens[0].dep_ == "poss"):
+    while tokens and (
+        tokens[0].pos_ in _SKIP_LEAD or tokens[0].lower_ in _QUANTIFIERS or tokens[0].dep_ == "poss"
+    ):
         tokens = tokens[1:]
     tokens = [t for t in tokens if not t.is_punct]
     if not tokens or len(tokens) > 6 or tokens[-1].i != root.i:
@@ -331,7 +362,9 @@ def _svo(verb: Token, by_token: dict[int, Mention]) -> list[Relation]:
     if not sources:
         sources = _means(children, by_token)
     targets = _mentions(objects, by_token)
-    return [Relation(s.key, predicate, t.key, 1.0) for s in sources for t in targets if s.key != t.key]
+    return [
+        Relation(s.key, predicate, t.key, 1.0) for s in sources for t in targets if s.key != t.key
+    ]
 
 
 def _mentions(tokens: list[Token], by_token: dict[int, Mention]) -> list[Mention]:

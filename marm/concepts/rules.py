@@ -51,15 +51,28 @@ _MEANS = frozenset(("by", "via", "through", "with", "using"))
 def _forms(lemma: str) -> list[str]:
     stem = lemma[:-1] if lemma.endswith("e") else lemma
     double = lemma + lemma[-1] if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnpt]", lemma) else lemma
-    out = [lemma, lemma + ("es" if lemma.endswith(("s", "x", "ch", "sh")) else "s"),
-           stem + "ed" if lemma.endswith("e") else double + "ed", stem + "ing", double + "ing"]
+    out = [
+        lemma,
+        lemma + ("es" if lemma.endswith(("s", "x", "ch", "sh")) else "s"),
+        stem + "ed" if lemma.endswith("e") else double + "ed",
+        stem + "ing",
+        double + "ing",
+    ]
     if lemma.endswith("y"):
         out += [lemma[:-1] + "ies", lemma[:-1] + "ied"]
     return out
 
 
-_IRREGULAR = {"broke": "break", "broken": "break", "built": "build", "made": "make",
-              "read": "read", "wrote": "write", "written": "write", "drew": "draw"}
+_IRREGULAR = {
+    "broke": "break",
+    "broken": "break",
+    "built": "build",
+    "made": "make",
+    "read": "read",
+    "wrote": "write",
+    "written": "write",
+    "drew": "draw",
+}
 VERB_FORMS: dict[str, str] = {f: lemma for lemma in PREDICATES for f in _forms(lemma)}
 VERB_FORMS.update({k: v for k, v in _IRREGULAR.items() if v in PREDICATES})
 
@@ -84,8 +97,10 @@ def extract_one(text: str) -> Extraction:
     ids: list[Mention] = []
     masked, last = [], 0
     for n, i in enumerate(found):
-        masked.append(text[last:i.start] + f" \x00{n}\x00 ")
-        ids.append(Mention(i.text.lower(), i.text, i.type, 0.9 if i.type in ("flag", "url") else 1.0))
+        masked.append(text[last : i.start] + f" \x00{n}\x00 ")
+        ids.append(
+            Mention(i.text.lower(), i.text, i.type, 0.9 if i.type in ("flag", "url") else 1.0)
+        )
         last = i.end
     masked.append(text[last:])
     everything: list[Mention] = []
@@ -143,8 +158,11 @@ def _phrase(words: list[str], sentence_start: bool) -> Mention | None:
         return None
     proper = all(w[:1].isupper() for w in words) and not sentence_start
     kind = phrase_type(low, low[-1])
-    salience = (0.7 if proper else 0.45) + (0.15 if len(words) > 1 else 0.0) \
+    salience = (
+        (0.7 if proper else 0.45)
+        + (0.15 if len(words) > 1 else 0.0)
         + (0.1 if kind in ("error", "decision") else 0.0)
+    )
     return Mention(key, " ".join(words), kind, round(min(salience, 1.0), 3))
 
 
@@ -155,7 +173,7 @@ def _relations(items: list[tuple[str, object]]) -> list[Relation]:
             continue
         predicate, _ = PREDICATES[value]  # type: ignore[index]
         before = [m for k, m in items[:n] if k == "m"]
-        after = items[n + 1:]
+        after = items[n + 1 :]
         if n and items[n - 1][0] == "w" and items[n - 1][1] in _BE and after[:1] == [("w", "by")]:
             agent = next((m for k, m in after if k == "m"), None)  # "X was replaced by Y"
             if agent is not None and before:
@@ -170,6 +188,9 @@ def _relations(items: list[tuple[str, object]]) -> list[Relation]:
             if means is not None:
                 clause = [m for k, m in after[means:] if k == "m"]
                 sources = sorted(clause, key=lambda m: -m.salience)[:2]  # type: ignore[attr-defined]
-        out.extend(Relation(s.key, predicate, target.key, 1.0)  # type: ignore[attr-defined]
-                   for s in sources if s.key != target.key)  # type: ignore[attr-defined]
+        out.extend(
+            Relation(s.key, predicate, target.key, 1.0)  # type: ignore[attr-defined]
+            for s in sources
+            if s.key != target.key
+        )  # type: ignore[attr-defined]
     return out

@@ -47,15 +47,19 @@ class BuildResult:
     seconds: float
 
     def text(self) -> str:
-        return (f"rebuilt the concept graph for {self.scope} from {self.memories} memories"
-                f" ({self.extractor}, {self.seconds:.1f}s); graph now holds {self.entities}"
-                f" entities and {self.edges} edges")
+        return (
+            f"rebuilt the concept graph for {self.scope} from {self.memories} memories"
+            f" ({self.extractor}, {self.seconds:.1f}s); graph now holds {self.entities}"
+            f" entities and {self.edges} edges"
+        )
 
 
 @op("concepts", "build", mcp="marm_concept_build", idempotent=True)
 def build(
     ctx: Ctx,
-    all: Annotated[bool, Param("drop the whole concept graph and rebuild it from every memory")] = False,
+    all: Annotated[
+        bool, Param("drop the whole concept graph and rebuild it from every memory")
+    ] = False,
     project: ProjectOpt = None,
 ) -> BuildResult:
     """Rebuild the concept graph from scratch (default: the current project and global).
@@ -84,14 +88,21 @@ def build(
             removed = 0
             with ctx.progress(len(todo), "concepts build") as bar:
                 for start in range(0, len(todo), 256):
-                    part = todo[start:start + 256]
+                    part = todo[start : start + 256]
                     removed += indexer.apply(store, graph, part, using).removed
                     bar.advance(len(part))
         stats = graph.stats()
     finally:
         graph.close()
-    return BuildResult("every project" if all else display(flt.project), len(ids), removed,
-                       stats.entities, stats.edges, using.name, round(time.monotonic() - started, 3))
+    return BuildResult(
+        "every project" if all else display(flt.project),
+        len(ids),
+        removed,
+        stats.entities,
+        stats.edges,
+        using.name,
+        round(time.monotonic() - started, 3),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +110,8 @@ class ConceptView:
     name: str
     key: str
     type: str
-    memories: int      # memories in scope that name it
-    hop: int           # 0 for what the query named, 1.. for what the walk reached
+    memories: int  # memories in scope that name it
+    hop: int  # 0 for what the query named, 1.. for what the walk reached
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +140,8 @@ class ConceptRecallResult:
     def text(self) -> str:
         if not self.entities:
             return f"no concept matches {self.query!r} in {display(self.project)}" + (
-                f" ({self.note})" if self.note else "")
+                f" ({self.note})" if self.note else ""
+            )
         seeds = [e for e in self.entities if e.hop == 0]
         lines = [", ".join(f"{e.name} ({e.type}, {e.memories} memories)" for e in seeds)]
         lines += [f"  {r.line()}" for r in self.relations]
@@ -157,14 +169,19 @@ def _candidates(query: str) -> list[str]:
     out: list[str] = [normal_key(query)]
     for n in range(len(words), 0, -1):
         for i in range(len(words) - n + 1):
-            gram = words[i:i + n]
+            gram = words[i : i + n]
             out.append(" ".join(gram))
             out.append(" ".join([*gram[:-1], _singular(gram[-1])]))
     return list(dict.fromkeys(k for k in out if len(k) >= 2))
 
 
-def _seeds(graph: Graph, query: str, verdicts: concept_verdicts.Verdicts, project: str | None,
-           all_projects: bool) -> list[Entity]:
+def _seeds(
+    graph: Graph,
+    query: str,
+    verdicts: concept_verdicts.Verdicts,
+    project: str | None,
+    all_projects: bool,
+) -> list[Entity]:
     candidates = _candidates(query)
     resolved = list(dict.fromkeys(r for k in candidates if (r := verdicts.resolve(k))))
     found = {e.key: e for e in graph.entities_by_key(resolved, project, all_projects)}
@@ -174,8 +191,9 @@ def _seeds(graph: Graph, query: str, verdicts: concept_verdicts.Verdicts, projec
             seeds.append(found[key])
     if not seeds:
         words = [w for w in normal_key(query).split() if len(w) > 2]
-        seeds = graph.entities_like([normal_key(query)], project, all_projects, MAX_SEEDS) or \
-            graph.entities_like(words, project, all_projects, MAX_SEEDS)
+        seeds = graph.entities_like(
+            [normal_key(query)], project, all_projects, MAX_SEEDS
+        ) or graph.entities_like(words, project, all_projects, MAX_SEEDS)
     return seeds[:MAX_SEEDS]
 
 
@@ -190,13 +208,17 @@ def _focus(query: str) -> set[str]:
 @op("concepts", "recall", mcp="marm_concept_recall", read_only=True, idempotent=True)
 def concept_recall(
     ctx: Ctx,
-    query: Annotated[str, Param("a name or a question naming one (\"what depends on the write queue\")",
-                                argument=True)],
+    query: Annotated[
+        str,
+        Param('a name or a question naming one ("what depends on the write queue")', argument=True),
+    ],
     depth: Annotated[int, Param("hops to walk from the named entities (1-3)")] = 1,
     limit: Annotated[int, Param("most memories to return", short="-n")] = 5,
     project: ProjectOpt = None,
     all_projects: AllProjects = False,
-    detail: Annotated[Literal[1, 2, 3], Param("memory content length: 1 short, 2 medium, 3 full")] = 1,
+    detail: Annotated[
+        Literal[1, 2, 3], Param("memory content length: 1 short, 2 medium, 3 full")
+    ] = 1,
 ) -> ConceptRecallResult:
     """What the memories say about a thing: the entity, its typed relations, multi-hop,
     and the memories behind them.
@@ -234,8 +256,9 @@ def concept_recall(
                     edges.append(edge)
         entities = graph.entities(hops, scope, all_projects)
         behind = [mid for e in edges for mid in e.memory_ids]
-        behind += [mid for _, mid in graph.mention_memories([e.id for e in seeds], scope,
-                                                             all_projects, 50)]
+        behind += [
+            mid for _, mid in graph.mention_memories([e.id for e in seeds], scope, all_projects, 50)
+        ]
     finally:
         graph.close()
     visible = _visible(store, behind, scope, all_projects)
@@ -246,15 +269,27 @@ def concept_recall(
         if not ids or (e.source, e.predicate, e.target) in seen:
             continue  # its memories left since the last drain, or are out of scope
         seen.add((e.source, e.predicate, e.target))
-        relations.append(RelationView(entities[e.source].name, e.predicate, entities[e.target].name,
-                                      e.weight, ids))
+        relations.append(
+            RelationView(
+                entities[e.source].name, e.predicate, entities[e.target].name, e.weight, ids
+            )
+        )
     ordered = list(dict.fromkeys(i for i in behind if i in visible))
-    views = [ConceptView(entities[i].name, entities[i].key, entities[i].type, entities[i].memories, h)
-             for i, h in sorted(hops.items(), key=lambda kv: (kv[1], -entities[kv[0]].memories))
-             if i in entities]
+    views = [
+        ConceptView(entities[i].name, entities[i].key, entities[i].type, entities[i].memories, h)
+        for i, h in sorted(hops.items(), key=lambda kv: (kv[1], -entities[kv[0]].memories))
+        if i in entities
+    ]
     note = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
-    return ConceptRecallResult(query, scope, depth, views, relations,
-                               [MemoryView.of(visible[i], detail) for i in ordered[:limit]], note)
+    return ConceptRecallResult(
+        query,
+        scope,
+        depth,
+        views,
+        relations,
+        [MemoryView.of(visible[i], detail) for i in ordered[:limit]],
+        note,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,8 +301,14 @@ class GraphContext:
     relations: list[RelationView]
 
 
-def graph_context(ctx: Ctx, memory_ids: list[int], project: str | None, all_projects: bool,
-                  entities: int = 8, relations: int = 12) -> GraphContext | None:
+def graph_context(
+    ctx: Ctx,
+    memory_ids: list[int],
+    project: str | None,
+    all_projects: bool,
+    entities: int = 8,
+    relations: int = 12,
+) -> GraphContext | None:
     """The entities the given memories name and their typed relations, within scope.
     None when no graph has been built yet (nothing is created by asking)."""
     path = config.derived_path(ctx.home)
@@ -277,27 +318,43 @@ def graph_context(ctx: Ctx, memory_ids: list[int], project: str | None, all_proj
     try:
         ids = graph.entities_of_memories(memory_ids, entities)
         found = graph.entities(ids, project, all_projects)
-        edges = [e for e in graph.edges_of(ids, project, all_projects, relations * 3)
-                 if e.predicate != RELATED]
-        named = graph.entities({x for e in edges for x in (e.source, e.target)} - set(found),
-                               project, all_projects)
+        edges = [
+            e
+            for e in graph.edges_of(ids, project, all_projects, relations * 3)
+            if e.predicate != RELATED
+        ]
+        named = graph.entities(
+            {x for e in edges for x in (e.source, e.target)} - set(found), project, all_projects
+        )
     finally:
         graph.close()
     everything = {**named, **found}
     visible = _visible(ctx.store(), [m for e in edges for m in e.memory_ids], project, all_projects)
-    views = [RelationView(everything[e.source].name, e.predicate, everything[e.target].name, e.weight,
-                          behind) for e in edges
-             if (behind := [m for m in e.memory_ids if m in visible])][:relations]
+    views = [
+        RelationView(
+            everything[e.source].name, e.predicate, everything[e.target].name, e.weight, behind
+        )
+        for e in edges
+        if (behind := [m for m in e.memory_ids if m in visible])
+    ][:relations]
     return GraphContext(
-        [ConceptView(found[i].name, found[i].key, found[i].type, found[i].memories, 0)
-         for i in ids if i in found], views)
+        [
+            ConceptView(found[i].name, found[i].key, found[i].type, found[i].memories, 0)
+            for i in ids
+            if i in found
+        ],
+        views,
+    )
 
 
 def _visible(store, ids: list[int], project: str | None, all_projects: bool) -> dict:
     found = memories.get_many(store, ids)
-    return {i: m for i, m in found.items()
-            if m.status in memories.VISIBLE_STATUSES
-            and (all_projects or m.project is None or m.project == project)}
+    return {
+        i: m
+        for i, m in found.items()
+        if m.status in memories.VISIBLE_STATUSES
+        and (all_projects or m.project is None or m.project == project)
+    }
 
 
 def _key(graph: Graph, text: str) -> str:
@@ -335,8 +392,11 @@ def merge(
             moved = graph.merge_entity(alias, target)
     finally:
         graph.close()
-    return Done(True, f"merged {alias!r} into {target!r} ({moved} memories moved)",
-                {"alias": alias, "canonical": target, "memories": str(moved)})
+    return Done(
+        True,
+        f"merged {alias!r} into {target!r} ({moved} memories moved)",
+        {"alias": alias, "canonical": target, "memories": str(moved)},
+    )
 
 
 @op("concepts", "remove", idempotent=True, destructive=True)
@@ -358,8 +418,11 @@ def remove(
     finally:
         graph.close()
     where = f"named by {named} memories" if named else "not in the graph now"
-    return Done(True, f"removed {key!r} ({where}); it will not be extracted again",
-                {"name": key, "memories": str(named)})
+    return Done(
+        True,
+        f"removed {key!r} ({where}); it will not be extracted again",
+        {"name": key, "memories": str(named)},
+    )
 
 
 @op("concepts", "dismiss", idempotent=True)
@@ -377,8 +440,11 @@ def dismiss(
     if first == second:
         raise BadInput("A and B name the same concept")
     concept_verdicts.dismiss(ctx.store(), first, second)
-    return Done(True, f"{first!r} and {second!r} will not be proposed as duplicates again",
-                {"a": first, "b": second})
+    return Done(
+        True,
+        f"{first!r} and {second!r} will not be proposed as duplicates again",
+        {"a": first, "b": second},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -403,7 +469,9 @@ class ReviewResult:
         if not self.pairs:
             return f"no likely duplicates in {display(self.project)}"
         lines = [p.line() for p in self.pairs]
-        lines.append("merge with `marm concepts merge A B`; keep apart with `marm concepts dismiss A B`")
+        lines.append(
+            "merge with `marm concepts merge A B`; keep apart with `marm concepts dismiss A B`"
+        )
         return "\n".join(lines)
 
 
@@ -436,12 +504,13 @@ def review(
     pairs: dict[tuple[str, str], DuplicatePair] = {}
     for (reason, _), members in groups.items():
         for i, x in enumerate(members):
-            for y in members[i + 1:]:
+            for y in members[i + 1 :]:
                 a, b = concept_verdicts.pair(x.key, y.key)
                 if (a, b) in pairs or verdicts.is_dismissed(a, b):
                     continue
                 first, second = (x, y) if x.key == a else (y, x)
-                pairs[(a, b)] = DuplicatePair(a, b, first.name, second.name, reason,
-                                              x.memories + y.memories)
+                pairs[(a, b)] = DuplicatePair(
+                    a, b, first.name, second.name, reason, x.memories + y.memories
+                )
     ranked = sorted(pairs.values(), key=lambda p: (-p.memories, p.a, p.b))
     return ReviewResult(scope, ranked[:limit])

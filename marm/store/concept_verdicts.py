@@ -56,16 +56,26 @@ def load(store: Store) -> Verdicts:
 def add_alias(store: Store, alias: str, canonical: str) -> None:
     """Record that ``alias`` names ``canonical``; names aliased to ``alias`` follow it."""
     with store.write() as conn:
-        before = conn.execute("SELECT canonical FROM concept_aliases WHERE alias = ?", (alias,)).fetchone()
+        before = conn.execute(
+            "SELECT canonical FROM concept_aliases WHERE alias = ?", (alias,)
+        ).fetchone()
         conn.execute(
             "INSERT INTO concept_aliases (alias, canonical, at) VALUES (?,?,?) ON CONFLICT (alias)"
             " DO UPDATE SET canonical = excluded.canonical, at = excluded.at",
             (alias, canonical, now()),
         )
         conn.execute("DELETE FROM concept_aliases WHERE alias = ?", (canonical,))
-        events.append(store, "concept.merge", "concept", alias,
-                      detail={"alias": alias, "canonical": canonical,
-                              "before": before[0] if before else None})
+        events.append(
+            store,
+            "concept.merge",
+            "concept",
+            alias,
+            detail={
+                "alias": alias,
+                "canonical": canonical,
+                "before": before[0] if before else None,
+            },
+        )
 
 
 def suppress(store: Store, name: str, reason: str | None) -> None:
@@ -81,7 +91,14 @@ def suppress(store: Store, name: str, reason: str | None) -> None:
 def dismiss(store: Store, a: str, b: str) -> None:
     first, second = pair(a, b)
     with store.write() as conn:
-        conn.execute("INSERT OR REPLACE INTO concept_dismissals (a, b, at) VALUES (?,?,?)",
-                     (first, second, now()))
-        events.append(store, "concept.dismiss", "concept", f"{first}|{second}",
-                      detail={"a": first, "b": second})
+        conn.execute(
+            "INSERT OR REPLACE INTO concept_dismissals (a, b, at) VALUES (?,?,?)",
+            (first, second, now()),
+        )
+        events.append(
+            store,
+            "concept.dismiss",
+            "concept",
+            f"{first}|{second}",
+            detail={"a": first, "b": second},
+        )

@@ -88,17 +88,21 @@ def locomo_turns(path: Path) -> list[str]:
     out = []
     for conv in data:
         c = conv["conversation"]
-        for key in sorted((k for k in c if k.startswith("session_") and isinstance(c[k], list)),
-                          key=lambda k: int(k.split("_")[1])):
+        for key in sorted(
+            (k for k in c if k.startswith("session_") and isinstance(c[k], list)),
+            key=lambda k: int(k.split("_")[1]),
+        ):
             out += [f"{t['speaker']}: {t['text']}" for t in c[key] if t.get("text")]
     return out
 
 
 def stats(values: list[int]) -> dict:
     ordered = sorted(values)
-    return {"mean": round(statistics.fmean(values), 2) if values else 0.0,
-            "p95": ordered[int(0.95 * (len(ordered) - 1))] if values else 0,
-            "max": max(values) if values else 0}
+    return {
+        "mean": round(statistics.fmean(values), 2) if values else 0.0,
+        "p95": ordered[int(0.95 * (len(ordered) - 1))] if values else 0,
+        "max": max(values) if values else 0,
+    }
 
 
 def measure(extractor, texts: list[str], repeat: int) -> dict:
@@ -116,7 +120,9 @@ def measure(extractor, texts: list[str], repeat: int) -> dict:
         "per_second": round(statistics.median(rates), 1),
         "per_cpu_second": round(statistics.median(cpu_rates), 1),
         "edges": stats([len(r.relations) for r in results]),
-        "typed_edges": stats([sum(x.predicate != "related_to" for x in r.relations) for r in results]),
+        "typed_edges": stats(
+            [sum(x.predicate != "related_to" for x in r.relations) for r in results]
+        ),
         "entities": stats([len(r.mentions) for r in results]),
     }
 
@@ -138,8 +144,13 @@ def drain_end_to_end(texts: list[str]) -> dict:
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     ctx.close()
     done = summary.kinds["concepts"].done
-    return {"home": home, "memories": done, "seconds": round(seconds, 2),
-            "per_second": round(done / seconds, 1), "per_cpu_second": round(done / cpu, 1)}
+    return {
+        "home": home,
+        "memories": done,
+        "seconds": round(seconds, 2),
+        "per_second": round(done / seconds, 1),
+        "per_cpu_second": round(done / cpu, 1),
+    }
 
 
 def recall_wall(home: Path, runs: int) -> dict:
@@ -149,12 +160,21 @@ def recall_wall(home: Path, runs: int) -> dict:
     for query in QUERIES:
         for _ in range(runs):
             started = time.perf_counter()
-            proc = subprocess.run([sys.executable, "-m", "marm", "concepts", "recall", query, "--json"],
-                                  cwd=home / "work", env=env, capture_output=True, check=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "marm", "concepts", "recall", query, "--json"],
+                cwd=home / "work",
+                env=env,
+                capture_output=True,
+                check=True,
+            )
             walls.append(time.perf_counter() - started)
         found += bool(json.loads(proc.stdout)["entities"])
-    return {"median_s": round(statistics.median(walls), 3), "max_s": round(max(walls), 3),
-            "queries": len(QUERIES), "queries_with_entities": found}
+    return {
+        "median_s": round(statistics.median(walls), 3),
+        "max_s": round(max(walls), 3),
+        "queries": len(QUERIES),
+        "queries_with_entities": found,
+    }
 
 
 def peer(texts: list[str]) -> dict | None:
@@ -180,26 +200,42 @@ def peer(texts: list[str]) -> dict | None:
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump(texts, f)
     try:
-        proc = subprocess.run([str(python), "-c", code, f.name], env=driver.peer_env(),
-                              capture_output=True, text=True, timeout=1800)
+        proc = subprocess.run(
+            [str(python), "-c", code, f.name],
+            env=driver.peer_env(),
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
     finally:
         os.unlink(f.name)
     if proc.returncode != 0:
         return {"error": proc.stderr.strip().splitlines()[-1:]}
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"memories": len(texts), "per_second": round(len(texts) / out["seconds"], 1),
-            "edges": stats(out["edges"])}
+    return {
+        "memories": len(texts),
+        "per_second": round(len(texts) / out["seconds"], 1),
+        "edges": stats(out["edges"]),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=ROOT / ".." / "shared" / "data" / "locomo-dev.json")
+    parser.add_argument(
+        "--data", type=Path, default=ROOT / ".." / "shared" / "data" / "locomo-dev.json"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--recall-runs", type=int, default=5)
-    parser.add_argument("--peer-sample", type=int, default=600,
-                        help="texts the (slower) peer extracts: the first N LoCoMo turns + the notes")
+    parser.add_argument(
+        "--peer-sample",
+        type=int,
+        default=600,
+        help="texts the (slower) peer extracts: the first N LoCoMo turns + the notes",
+    )
     parser.add_argument("--no-peer", action="store_true")
-    parser.add_argument("--json", action="store_true", help="end with one JSON line (always printed)")
+    parser.add_argument(
+        "--json", action="store_true", help="end with one JSON line (always printed)"
+    )
     args = parser.parse_args()
     pin_one_core()
 
@@ -212,29 +248,39 @@ def main() -> None:
     started = time.perf_counter()
     spacy_x = indexer.extractor()
     load_s = time.perf_counter() - started
-    result: dict = {"extractor": spacy_x.name, "model": spacy_x.model, "load_s": round(load_s, 2),
-                    "cpus": 1}
+    result: dict = {
+        "extractor": spacy_x.name,
+        "model": spacy_x.model,
+        "load_s": round(load_s, 2),
+        "cpus": 1,
+    }
     print(f"extractor {spacy_x.name} ({spacy_x.model}), loaded in {load_s:.2f}s, one core")
     corpora = {"locomo": turns, "dev_notes": DEV_NOTES} if turns else {"dev_notes": DEV_NOTES}
     for name, texts in corpora.items():
         for label, x in (("spacy", spacy_x), ("rules", RuleExtractor())):
             m = measure(x, texts, args.repeat)
             result[f"{name}_{label}"] = m
-            print(f"{name:<9} {label:<5} {m['memories']:>5} memories  {m['per_second']:>7.1f}/s wall"
-                  f"  {m['per_cpu_second']:>7.1f}/cpu-s  "
-                  f"edges mean {m['edges']['mean']} p95 {m['edges']['p95']} max {m['edges']['max']}  "
-                  f"(typed mean {m['typed_edges']['mean']})  entities mean {m['entities']['mean']}")
+            print(
+                f"{name:<9} {label:<5} {m['memories']:>5} memories  {m['per_second']:>7.1f}/s wall"
+                f"  {m['per_cpu_second']:>7.1f}/cpu-s  "
+                f"edges mean {m['edges']['mean']} p95 {m['edges']['p95']} max {m['edges']['max']}  "
+                f"(typed mean {m['typed_edges']['mean']})  entities mean {m['entities']['mean']}"
+            )
     every = turns + DEV_NOTES
     drained = drain_end_to_end(every)
     home = drained.pop("home")
     result["drain"] = drained
-    print(f"drain     {drained['memories']} memories in {drained['seconds']}s "
-          f"= {drained['per_second']}/s wall, {drained['per_cpu_second']}/cpu-s "
-          f"(store + extraction + graph writes)")
+    print(
+        f"drain     {drained['memories']} memories in {drained['seconds']}s "
+        f"= {drained['per_second']}/s wall, {drained['per_cpu_second']}/cpu-s "
+        f"(store + extraction + graph writes)"
+    )
     wall = recall_wall(home, args.recall_runs)
     result["recall"] = wall
-    print(f"recall    whole process median {wall['median_s']}s, max {wall['max_s']}s "
-          f"({wall['queries_with_entities']}/{wall['queries']} queries found entities)")
+    print(
+        f"recall    whole process median {wall['median_s']}s, max {wall['max_s']}s "
+        f"({wall['queries_with_entities']}/{wall['queries']} queries found entities)"
+    )
     if not args.no_peer:
         sample = turns[: args.peer_sample] + DEV_NOTES
         p = peer(sample)
@@ -242,9 +288,11 @@ def main() -> None:
             ours = measure(spacy_x, sample, 1)
             p["throughput_ratio"] = round(ours["per_second"] / p["per_second"], 2)
             p["edges_mean_ratio"] = round(ours["edges"]["mean"] / max(p["edges"]["mean"], 1e-9), 3)
-            print(f"peer      MARM extractor on {p['memories']} texts: {p['per_second']}/s, edges mean "
-                  f"{p['edges']['mean']} max {p['edges']['max']}; marm/peer throughput x"
-                  f"{p['throughput_ratio']}, edges x{p['edges_mean_ratio']}")
+            print(
+                f"peer      MARM extractor on {p['memories']} texts: {p['per_second']}/s, edges mean "
+                f"{p['edges']['mean']} max {p['edges']['max']}; marm/peer throughput x"
+                f"{p['throughput_ratio']}, edges x{p['edges_mean_ratio']}"
+            )
         elif p:
             print(f"peer      failed: {p['error']}")
         result["peer"] = p

@@ -60,7 +60,10 @@ def test_remove_and_merge_survive_a_rebuild_from_an_empty_derived_db(tmp_path, m
     seeds = [e for e in queue["entities"] if e["hop"] == 0]
     assert [e["key"] for e in seeds] == ["task queue"] and seeds[0]["memories"] == 2
     depends = {(r["source"], r["predicate"], r["target"]) for r in queue["relations"]}
-    assert {("indexer", "depends_on", "task queue"), ("exporter", "depends_on", "task queue")} <= depends
+    assert {
+        ("indexer", "depends_on", "task queue"),
+        ("exporter", "depends_on", "task queue"),
+    } <= depends
 
     review = _ok("concepts", "review", cwd=tmp_path)
     assert all("job queue" not in (p["a"], p["b"]) for p in review["pairs"])
@@ -101,7 +104,9 @@ def test_concept_recall_imports_no_model_and_status_names_the_extractor(tmp_path
         "heavy = [m for m in ('spacy', 'thinc', 'fastembed', 'onnxruntime', 'numpy') if m in sys.modules]\n"
         "print(heavy, file=sys.stderr)\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.strip().endswith("[]")
     status = _ok("status", cwd=tmp_path)
@@ -111,11 +116,14 @@ def test_concept_recall_imports_no_model_and_status_names_the_extractor(tmp_path
 
 def test_recall_graph_context_is_opt_in_bounded_and_leaves_the_ranking_alone(tmp_path):
     repo, other = git_init(tmp_path / "repo"), git_init(tmp_path / "other")
-    ids = [_ok("log", text, cwd=repo)["id"] for text in (
-        "The indexer depends on the task queue and uses SQLite WAL mode.",
-        "The exporter depends on the task queue.",
-        "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py",
-    )]
+    ids = [
+        _ok("log", text, cwd=repo)["id"]
+        for text in (
+            "The indexer depends on the task queue and uses SQLite WAL mode.",
+            "The exporter depends on the task queue.",
+            "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py",
+        )
+    ]
     _ok("log", "The billing service depends on the task queue.", cwd=other)
     _ok("drain", cwd=repo)
     plain = _ok("recall", "task queue", cwd=repo)

@@ -20,18 +20,40 @@ from marm.store.concept_graph import Graph
 
 pytestmark = pytest.mark.slow
 
-SUBJECTS = ["indexer", "exporter", "scheduler", "uploader", "billing worker", "search service",
-            "session cache", "auth gateway", "report builder", "mail sender"]
-OBJECTS = ["task queue", "ledger table", "config loader", "retry policy", "event bus",
-           "metrics agent", "lock manager", "blob store", "feature flag", "rate limiter"]
+SUBJECTS = [
+    "indexer",
+    "exporter",
+    "scheduler",
+    "uploader",
+    "billing worker",
+    "search service",
+    "session cache",
+    "auth gateway",
+    "report builder",
+    "mail sender",
+]
+OBJECTS = [
+    "task queue",
+    "ledger table",
+    "config loader",
+    "retry policy",
+    "event bus",
+    "metrics agent",
+    "lock manager",
+    "blob store",
+    "feature flag",
+    "rate limiter",
+]
 
 
 def _notes(n: int) -> list[str]:
     out = []
     for i in range(n):
         s, o = SUBJECTS[i % 10], OBJECTS[(i * 7 + i // 10) % 10]
-        out.append(f"Note {i}: the {s} depends on the {o} and uses module_{i % 37}.py; "
-                   f"a stale {o} causes a timeout in the {s}.")
+        out.append(
+            f"Note {i}: the {s} depends on the {o} and uses module_{i % 37}.py; "
+            f"a stale {o} causes a timeout in the {s}."
+        )
     return out
 
 
@@ -55,8 +77,14 @@ def test_retracted_and_deleted_memories_leave_at_the_next_drain(ctx):
     store = ctx.store()
     with store.write():
         memories.set_status(store, retracted, "retracted", reason="wrong", action="memory.retract")
-        memories.set_status(store, superseded, "superseded", reason="newer", action="memory.supersede",
-                            superseded_by=keep)
+        memories.set_status(
+            store,
+            superseded,
+            "superseded",
+            reason="newer",
+            action="memory.supersede",
+            superseded_by=keep,
+        )
     memories.delete(store, deleted, reason="test")
     summary = drain_engine.run(ctx, kinds=["concepts"], sweeps=False)
     assert summary.kinds["concepts"].done == 3
@@ -89,7 +117,7 @@ def test_a_batch_processed_but_never_completed_is_redone_without_doubling(ctx):
     tasks = outbox.claim(store, "concepts", 25, lease_seconds=-1)  # lease already expired
     assert HANDLER.process(ctx, tasks) == {}
     partial, _ = _snapshot(ctx.home)
-    assert len(partial) == 25                      # "killed" before the tasks were deleted
+    assert len(partial) == 25  # "killed" before the tasks were deleted
 
     summary = drain_engine.run(ctx, kinds=["concepts"], sweeps=False)
     assert summary.kinds["concepts"].done == 40 and outbox.pending(store, "concepts") == 0
@@ -103,8 +131,12 @@ def test_a_drain_killed_mid_batch_resumes_without_loss_or_doubling(ctx, tmp_path
     ids = [write_memory(ctx, t).id for t in _notes(600)]
     ctx.close()
     derived = config.derived_path(ctx.home)
-    proc = subprocess.Popen([sys.executable, "-m", "marm", "drain", "--kind", "concepts", "--json"],
-                            cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "marm", "drain", "--kind", "concepts", "--json"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     done = 0
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
@@ -133,8 +165,12 @@ def test_a_drain_killed_mid_batch_resumes_without_loss_or_doubling(ctx, tmp_path
     assert set(resumed) == set(ids)
 
     from marm.ops.concepts import build
-    build(ctx, all=True)                           # from scratch, for comparison
+
+    build(ctx, all=True)  # from scratch, for comparison
     rebuilt, rebuilt_stats = _snapshot(ctx.home)
     assert resumed == rebuilt
     assert (stats.entities, stats.edges, stats.memories) == (
-        rebuilt_stats.entities, rebuilt_stats.edges, rebuilt_stats.memories)
+        rebuilt_stats.entities,
+        rebuilt_stats.edges,
+        rebuilt_stats.memories,
+    )

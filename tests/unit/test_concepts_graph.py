@@ -27,7 +27,8 @@ def _state(ctx):
     try:
         rows = graph.conn.execute(
             "SELECT (SELECT count(*) FROM concept_entities), (SELECT count(*) FROM concept_mentions),"
-            " (SELECT count(*) FROM concept_edges), (SELECT count(*) FROM concept_sources)").fetchone()
+            " (SELECT count(*) FROM concept_edges), (SELECT count(*) FROM concept_sources)"
+        ).fetchone()
         return tuple(rows), {m: graph.contribution(m) for m in graph.source_ids()}
     finally:
         graph.close()

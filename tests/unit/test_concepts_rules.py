@@ -12,12 +12,19 @@ def _found(text: str) -> list[tuple[str, str]]:
 
 
 def test_identifier_pass_finds_each_kind_with_exact_text():
-    text = ("Set MARM_HOME and --max-seconds; write_queue.py calls WriteQueue.flush() via "
-            "marm.store.db, run_drain() and getUserName in src/marm/db.py")
+    text = (
+        "Set MARM_HOME and --max-seconds; write_queue.py calls WriteQueue.flush() via "
+        "marm.store.db, run_drain() and getUserName in src/marm/db.py"
+    )
     assert _found(text) == [
-        ("MARM_HOME", "symbol"), ("--max-seconds", "flag"), ("write_queue.py", "file"),
-        ("WriteQueue.flush", "symbol"), ("marm.store.db", "symbol"), ("run_drain", "symbol"),
-        ("getUserName", "symbol"), ("src/marm/db.py", "file"),
+        ("MARM_HOME", "symbol"),
+        ("--max-seconds", "flag"),
+        ("write_queue.py", "file"),
+        ("WriteQueue.flush", "symbol"),
+        ("marm.store.db", "symbol"),
+        ("run_drain", "symbol"),
+        ("getUserName", "symbol"),
+        ("src/marm/db.py", "file"),
     ]
 
 
@@ -31,12 +38,14 @@ def test_predicates_match_exact_lemmas_never_substrings():
     assert "caus" not in rules.VERB_FORMS and "abuse" not in rules.VERB_FORMS
     extraction = rules.extract_one("this change causes a deadlock")
     assert [(r.source, r.predicate, r.target) for r in extraction.relations] == [
-        ("change", "causes", "deadlock")]
+        ("change", "causes", "deadlock")
+    ]
 
 
 def test_rule_extractor_on_the_issue_sentence():
     e = rules.extract_one(
-        "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py")
+        "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py"
+    )
     keys = {m.key: m for m in e.mentions}
     assert {"wal lock contention", "queue worker", "write_queue.py"} <= set(keys)
     assert keys["write_queue.py"].name == "write_queue.py" and keys["write_queue.py"].type == "file"
@@ -45,8 +54,10 @@ def test_rule_extractor_on_the_issue_sentence():
 
 
 def test_cooccurrence_is_bounded_per_sentence_not_every_pair():
-    text = ("Alpha Service, Beta Cache, Gamma Queue, Delta Index, Epsilon Store, Zeta Log and "
-            "Eta Router sit together")
+    text = (
+        "Alpha Service, Beta Cache, Gamma Queue, Delta Index, Epsilon Store, Zeta Log and "
+        "Eta Router sit together"
+    )
     e = rules.extract_one(text)
     assert len(e.mentions) >= 7
     related = [r for r in e.relations if r.predicate == model.RELATED]
@@ -63,22 +74,36 @@ def test_finish_caps_edges_per_memory_keeping_typed_first():
 
 
 def test_finish_applies_aliases_and_suppressions():
-    verdicts = Verdicts(aliases={"write-queue": "write queue"}, suppressed=frozenset({"change"}),
-                        dismissed=frozenset())
+    verdicts = Verdicts(
+        aliases={"write-queue": "write queue"},
+        suppressed=frozenset({"change"}),
+        dismissed=frozenset(),
+    )
     raw = Extraction(
-        (Mention("write-queue", "write-queue", "concept", 0.7), Mention("change", "change", "concept", 0.5),
-         Mention("deadlock", "deadlock", "error", 0.6), Mention("indexer", "indexer", "concept", 0.6)),
-        (Relation("change", "causes", "deadlock", 1.0), Relation("indexer", "uses", "write-queue", 1.0)),
+        (
+            Mention("write-queue", "write-queue", "concept", 0.7),
+            Mention("change", "change", "concept", 0.5),
+            Mention("deadlock", "deadlock", "error", 0.6),
+            Mention("indexer", "indexer", "concept", 0.6),
+        ),
+        (
+            Relation("change", "causes", "deadlock", 1.0),
+            Relation("indexer", "uses", "write-queue", 1.0),
+        ),
     )
     out = finish(raw, verdicts.resolve)
     assert {m.key for m in out.mentions} == {"write queue", "deadlock", "indexer"}
     assert [(r.source, r.predicate, r.target) for r in out.relations] == [
-        ("indexer", "uses", "write queue")]
+        ("indexer", "uses", "write queue")
+    ]
 
 
 def test_alias_chains_resolve_and_cycles_stop():
-    v = Verdicts(aliases={"a": "b", "b": "c", "x": "y", "y": "x"}, suppressed=frozenset({"z"}),
-                 dismissed=frozenset())
+    v = Verdicts(
+        aliases={"a": "b", "b": "c", "x": "y", "y": "x"},
+        suppressed=frozenset({"z"}),
+        dismissed=frozenset(),
+    )
     assert v.resolve("a") == "c" and v.resolve("c") == "c"
     assert v.resolve("x") in ("x", "y")
     assert v.resolve("z") is None

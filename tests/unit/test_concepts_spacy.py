@@ -23,8 +23,10 @@ def _one(extractor, text):
 
 
 def test_the_wal_sentence_yields_its_entities_and_a_fixes_relation(spacy_extractor):
-    e = _one(spacy_extractor,
-             "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py")
+    e = _one(
+        spacy_extractor,
+        "Fixed the WAL lock contention by moving writes to one queue worker in write_queue.py",
+    )
     keys = {m.key: m for m in e.mentions}
     assert {"wal lock contention", "queue worker", "write_queue.py"} <= set(keys)
     assert keys["write_queue.py"].type == "file" and keys["write_queue.py"].name == "write_queue.py"
@@ -37,7 +39,9 @@ def test_the_wal_sentence_yields_its_entities_and_a_fixes_relation(spacy_extract
 
 def test_causes_is_not_read_as_uses(spacy_extractor):
     e = _one(spacy_extractor, "this change causes a deadlock")
-    assert [(r.source, r.predicate, r.target) for r in e.relations] == [("change", "causes", "deadlock")]
+    assert [(r.source, r.predicate, r.target) for r in e.relations] == [
+        ("change", "causes", "deadlock")
+    ]
     assert {m.key: m.type for m in e.mentions}["deadlock"] == "error"
 
 
@@ -48,7 +52,8 @@ def test_depends_on_passive_and_conjoined_verbs(spacy_extractor):
     assert ("indexer", "uses", "sqlite wal mode") in triples
     e = _one(spacy_extractor, "The old lock manager was replaced by the write queue.")
     assert ("write queue", "replaces", "old lock manager") in {
-        (r.source, r.predicate, r.target) for r in e.relations}
+        (r.source, r.predicate, r.target) for r in e.relations
+    }
 
 
 def test_identifiers_become_single_entities_with_exact_text(spacy_extractor):
@@ -61,9 +66,15 @@ def test_identifiers_become_single_entities_with_exact_text(spacy_extractor):
 def test_no_memory_yields_more_than_a_bounded_number_of_edges(spacy_extractor):
     long = " ".join(
         f"The {a} service talks to the {b} cache, the {c} queue and the {d} index while the"
-        f" {a} worker uses the {b} store." for a, b, c, d in
-        [("alpha", "beta", "gamma", "delta"), ("epsilon", "zeta", "eta", "theta"),
-         ("iota", "kappa", "lambda", "mu"), ("nu", "xi", "omicron", "pi")] * 3)
+        f" {a} worker uses the {b} store."
+        for a, b, c, d in [
+            ("alpha", "beta", "gamma", "delta"),
+            ("epsilon", "zeta", "eta", "theta"),
+            ("iota", "kappa", "lambda", "mu"),
+            ("nu", "xi", "omicron", "pi"),
+        ]
+        * 3
+    )
     e = _one(spacy_extractor, long)
     assert len(e.mentions) >= 15
     assert 0 < len(e.relations) <= MAX_EDGES
