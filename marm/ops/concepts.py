@@ -220,8 +220,7 @@ def concept_recall(
         Literal[1, 2, 3], Param("memory content length: 1 short, 2 medium, 3 full")
     ] = 1,
 ) -> ConceptRecallResult:
-    """What the memories say about a thing: the entity, its typed relations, multi-hop,
-    and the memories behind them.
+    """The entity a query names, its typed relations (multi-hop) and the memories behind them.
 
     Scoped like recall (the current project plus global memories); retracted and
     superseded memories are never shown. Needs no model.
@@ -234,6 +233,9 @@ def concept_recall(
         raise BadInput("the query is empty")
     scope = None if all_projects else ctx.project(project)
     store = ctx.store()
+    if not config.derived_path(ctx.home).exists():
+        note = "no concept graph yet: run `marm drain` or `marm concepts build`"
+        return ConceptRecallResult(query, scope, depth, [], [], [], note)
     graph = _graph(ctx)
     try:
         seeds = _seeds(graph, query, concept_verdicts.load(store), scope, all_projects)
@@ -486,10 +488,15 @@ def review(
     project: ProjectOpt = None,
     all_projects: AllProjects = False,
 ) -> ReviewResult:
-    """List likely duplicate concepts (same letters, plural, other word order) that
-    nobody has dismissed."""
+    """List likely duplicate concepts that nobody has dismissed.
+
+    Candidates have the same letters (write_queue, WriteQueue), differ by a plural, or
+    have the same words in another order.
+    """
     scope = None if all_projects else ctx.project(project)
     verdicts = concept_verdicts.load(ctx.store())
+    if not config.derived_path(ctx.home).exists():
+        return ReviewResult(scope, [])
     graph = _graph(ctx)
     try:
         entities = graph.all_entities(scope, all_projects)
