@@ -121,3 +121,57 @@ def test_scope_filters_mentions_and_edges(ctx, tmp_path):
     assert ledger.memories == 1
     assert {m for e in edges for m in e.memory_ids} == {here}
     assert {m for e in wide for m in e.memory_ids} == {here, other}
+
+
+def test_review_lists_likely_duplicates_until_dismissed(ctx):
+    from marm.ops import concepts as ops
+    from marm.store import events
+
+    ids = [
+        write_memory(ctx, text).id
+        for text in (
+            "The write_queue module batches inserts.",
+            "WriteQueue flushes every 50 ms.",
+            "The config-loader reads TOML files.",
+            "We cache values in the config loader.",
+        )
+    ]
+    _apply(ctx, ids)
+    pairs = {(p.a, p.b) for p in ops.review(ctx).pairs}
+    assert pairs == {("write_queue", "writequeue"), ("config loader", "config-loader")}
+    ops.dismiss(ctx, "WriteQueue", "write_queue")
+    after = {(p.a, p.b) for p in ops.review(ctx).pairs}
+    assert after == {("config loader", "config-loader")}
+    assert events.recent(ctx.store(), 1)[0].action == "concept.dismiss"
+
+
+def test_merge_resolves_chains_and_can_be_flipped(ctx):
+    from marm.ops import concepts as ops
+    from marm.store import concept_verdicts
+
+    ids = [
+        write_memory(ctx, text).id
+        for text in (
+            "The indexer depends on the job queue.",
+            "The exporter depends on the task queue.",
+            "The mailer depends on the work queue.",
+        )
+    ]
+    _apply(ctx, ids)
+    ops.merge(ctx, "task queue", "job queue")
+    ops.merge(ctx, "work queue", "task queue")  # job -> task -> work
+    verdicts = concept_verdicts.load(ctx.store())
+    assert verdicts.resolve("job queue") == "work queue"
+    _apply(ctx, ids)
+    _, contributions = _state(ctx)
+    assert all("work queue" in contributions[i][0] for i in ids)
+    flipped = ops.merge(ctx, "task queue", "work queue")  # change of mind: keep "task queue"
+    assert flipped.details["canonical"] == "task queue"
+    verdicts = concept_verdicts.load(ctx.store())
+    assert {verdicts.resolve(k) for k in ("job queue", "work queue", "task queue")} == {
+        "task queue"
+    }
+    _apply(ctx, ids)
+    _, contributions = _state(ctx)
+    assert all("task queue" in contributions[i][0] for i in ids)
+    assert not any("work queue" in contributions[i][0] for i in ids)
