@@ -175,3 +175,42 @@ def test_merge_resolves_chains_and_can_be_flipped(ctx):
     _, contributions = _state(ctx)
     assert all("task queue" in contributions[i][0] for i in ids)
     assert not any("work queue" in contributions[i][0] for i in ids)
+
+
+def test_recall_walks_more_hops_with_depth(ctx):
+    from marm.ops import concepts as ops
+
+    ids = [
+        write_memory(ctx, text).id
+        for text in (
+            "The indexer depends on the task queue.",
+            "The task queue uses the lock manager.",
+            "The lock manager depends on flock_helper.py.",
+        )
+    ]
+    _apply(ctx, ids)
+    one = ops.concept_recall(ctx, "indexer", depth=1)
+    two = ops.concept_recall(ctx, "indexer", depth=2)
+    three = ops.concept_recall(ctx, "what does the indexer depend on?", depth=3)
+    hops = lambda r: {e.key: e.hop for e in r.entities}  # noqa: E731
+    assert hops(one) == {"indexer": 0, "task queue": 1}
+    assert hops(two) == {"indexer": 0, "task queue": 1, "lock manager": 2}
+    assert hops(three)["flock_helper.py"] == 3
+    assert {m.id for m in three.memories} == set(ids)
+    assert [m.id for m in one.memories] == [ids[0]]
+
+
+def test_recall_hides_a_retracted_memory_before_the_next_drain(ctx):
+    from marm.ops import concepts as ops
+
+    keep = write_memory(ctx, "The indexer depends on the task queue.").id
+    wrong = write_memory(ctx, "The exporter depends on the task queue.").id
+    _apply(ctx, [keep, wrong])
+    store = ctx.store()
+    with store.write():
+        memories.set_status(store, wrong, "retracted", reason="false", action="memory.retract")
+    result = ops.concept_recall(ctx, "task queue")
+    assert [m.id for m in result.memories] == [keep]
+    assert [(r.source, r.predicate, r.target) for r in result.relations] == [
+        ("indexer", "depends_on", "task queue")
+    ]
