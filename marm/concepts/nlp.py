@@ -11,6 +11,7 @@ parser sees them as the nouns they are.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -194,6 +195,8 @@ class _Attributes:
                             t.tag_ = value
             if t.is_space:
                 t.tag_, t.pos_ = "_SP", "SPACE"
+            elif tag == "_SP":
+                t.pos_ = "X"
             elif dep in ("aux", "auxpass") and tag not in ("TO", ""):
                 t.pos_ = "AUX"
             elif dep in _MAIN_DEPS and t.lower_ in _DO_HAVE:
@@ -231,21 +234,40 @@ def _single_word(entry: dict) -> str | None:
 _MAIN_DEPS = frozenset(("ROOT", "advcl", "ccomp", "conj", "relcl", "xcomp"))
 _DO_HAVE = frozenset(("do", "does", "did", "'d", "have", "has", "had"))
 _BE = frozenset(("is", "are", "was", "were", "'s", "'re"))
-#: The multi-token and dependency patterns of en_core_web_sm 3.8 that ``_Attributes``
-#: applies in code (POS rules) or skips (pronoun morphology, dialect lemmas).
-_HANDLED_ATTRS = frozenset(("POS", "MORPH", "LEMMA", "TAG", "DEP"))
+#: The multi-token and dependency patterns of en_core_web_sm 3.8 that
+#: ``_Attributes.__call__`` applies in code.
+_IN_CODE_PATTERNS = (
+    [[{"TAG": "CC", "LOWER": "but", "DEP": "advmod"}]],
+    [[{"TAG": {"NOT_IN": ["TO", ""]}, "DEP": {"IN": ["aux", "auxpass"]}}]],
+    [[{"LOWER": {"IN": list(_DO_HAVE)}, "DEP": {"IN": list(_MAIN_DEPS)}}]],
+    [[{"TAG": "IN", "DEP": "mark"}]],
+    [[{"DEP": {"NOT_IN": ["det", "quantmod", ""]}, "TAG": {"IN": ["DT", "WDT"]}}]],
+    [[{"DEP": "expl"}, {"LOWER": {"IN": ["is", "are", "was", "were", "'s", "'re"]}}]],
+    [[{"TAG": "_SP", "IS_SPACE": False}]],
+    [[{"IS_SPACE": True, "DEP": {"NOT_IN": [""]}}]],
+    [[{"IS_SPACE": True}]],
+)
 
 
 def _handled(entry: dict) -> bool:
+    """Applied in code, or deliberately skipped: pronoun-case morphology and dialect
+    lemmas (extraction reads neither)."""
     attrs = set(entry["attrs"])
     if attrs <= {"MORPH"} or attrs <= {"LEMMA"}:
         return True
-    keys = {k for pattern in entry["patterns"] for token in pattern for k in token}
-    return (
-        attrs <= _HANDLED_ATTRS
-        and keys <= {"TAG", "DEP", "LOWER", "IS_SPACE"}
-        and "DEP" in keys | ({"DEP"} if "IS_SPACE" in keys or entry["attrs"].get("POS") else set())
-    )
+    return _signature(entry["patterns"]) in _IN_CODE
+
+
+def _signature(patterns: list) -> str:
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: sorted(v) if isinstance(v, list) else plain(v) for k, v in value.items()}
+        return value
+
+    return json.dumps([[plain(t) for t in p] for p in patterns], sort_keys=True)
+
+
+_IN_CODE = frozenset(_signature(p) for p in _IN_CODE_PATTERNS)
 
 
 def _single_tokens(patterns: list) -> list[tuple[str | None, str]] | None:
