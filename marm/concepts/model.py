@@ -173,7 +173,7 @@ TYPE_RANK = {
     )
 }
 
-_EDGE_PUNCT = "\"'`“”‘’()[]{}<>.,;:!?*_~-#"
+_EDGE_PUNCT = "\"'`“”‘’()[]{}<>.,;:!?*~#"  # not - or _: they begin --flags and _names
 _SPACE = re.compile(r"\s+")
 
 

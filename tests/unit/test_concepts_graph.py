@@ -214,3 +214,25 @@ def test_recall_hides_a_retracted_memory_before_the_next_drain(ctx):
     assert [(r.source, r.predicate, r.target) for r in result.relations] == [
         ("indexer", "depends_on", "task queue")
     ]
+
+
+def test_recall_finds_identifiers_by_their_exact_text(ctx):
+    from marm.ops import concepts as ops
+
+    ids = [
+        write_memory(ctx, text).id
+        for text in (
+            "The --max-seconds flag bounds run_drain() in marm/drain.py.",
+            "WriteQueue.flush commits every 50 ms and uses _batch_rows.",
+        )
+    ]
+    _apply(ctx, ids)
+    for query, name, kind in (
+        ("--max-seconds", "--max-seconds", "flag"),
+        ("marm/drain.py", "marm/drain.py", "file"),
+        ("WriteQueue.flush", "WriteQueue.flush", "symbol"),
+        ("writequeue.flush", "WriteQueue.flush", "symbol"),
+        ("`_batch_rows`", "_batch_rows", "symbol"),
+    ):
+        seeds = [e for e in ops.concept_recall(ctx, query).entities if e.hop == 0]
+        assert [(e.name, e.type) for e in seeds] == [(name, kind)], query
