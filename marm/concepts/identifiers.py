@@ -80,15 +80,5 @@ def _path_like(value: str) -> bool:
 
 
 def _prose_abbreviation(value: str) -> bool:
-    """``e.g``, ``i.e``, ``U.S`` and a sentence run together (``done.Next``) are not names."""
-    parts = value.removesuffix("()").split(".")
-    if all(len(p) <= 1 for p in parts):
-        return True
-    return (
-        len(parts) == 2
-        and parts[0].isalpha()
-        and parts[0].islower()
-        and parts[1].istitle()
-        and "_" not in value
-        and not value.endswith("()")
-    )
+    """``e.g``, ``i.e`` and ``U.S`` are not names (``os.Exit`` and ``fmt.Println`` are)."""
+    return all(len(p) <= 1 for p in value.removesuffix("()").split("."))

@@ -29,7 +29,8 @@ def test_identifier_pass_finds_each_kind_with_exact_text():
 
 
 def test_identifier_pass_leaves_prose_alone():
-    assert _found("e.g. read/write or A/B testing; done.Next we rest. U.S. people") == []
+    assert _found("e.g. read/write or A/B testing; i.e. we rest. U.S. people") == []
+    assert _found("call os.Exit and fmt.Println") == [("os.Exit", "symbol"), ("fmt.Println", "symbol")]
 
 
 def test_predicates_match_exact_lemmas_never_substrings():
