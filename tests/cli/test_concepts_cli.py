@@ -74,7 +74,7 @@ def test_concept_recall_is_scoped_to_the_project_plus_global(tmp_path):
     mine = _ok("log", "The billing worker depends on the ledger table.", cwd=a)["id"]
     theirs = _ok("log", "The search worker depends on the ledger table.", cwd=b)["id"]
     shared = _ok("log", "The ledger table uses ledger_schema.sql.", cwd=tmp_path)["id"]
-    _ok("drain", cwd=tmp_path)
+    _ok("drain", "--kind", "concepts", cwd=tmp_path)
 
     here = _ok("concepts", "recall", "ledger table", cwd=a)
     ids = {m["id"] for m in here["memories"]}
@@ -87,9 +87,9 @@ def test_concept_recall_is_scoped_to_the_project_plus_global(tmp_path):
 def test_a_deleted_memory_leaves_the_graph_at_the_next_drain(tmp_path):
     keep = _ok("log", "The indexer depends on the task queue.", cwd=tmp_path)["id"]
     gone = _ok("log", "The exporter depends on the task queue.", cwd=tmp_path)["id"]
-    _ok("drain", cwd=tmp_path)
+    _ok("drain", "--kind", "concepts", cwd=tmp_path)
     _ok("delete", "memory", str(gone), cwd=tmp_path)
-    _ok("drain", cwd=tmp_path)
+    _ok("drain", "--kind", "concepts", cwd=tmp_path)
     result = _ok("concepts", "recall", "task queue", cwd=tmp_path)
     assert "indexer" in _names(result) and "exporter" not in _names(result)
     assert [m["id"] for m in result["memories"]] == [keep]
@@ -125,7 +125,7 @@ def test_recall_graph_context_is_opt_in_bounded_and_leaves_the_ranking_alone(tmp
         )
     ]
     _ok("log", "The billing service depends on the task queue.", cwd=other)
-    _ok("drain", cwd=repo)
+    _ok("drain", "--kind", "concepts", cwd=repo)
     plain = _ok("recall", "task queue", cwd=repo)
     with_graph = _ok("recall", "task queue", "--graph", cwd=repo)
     assert [r["id"] for r in plain["results"]] == [r["id"] for r in with_graph["results"]]
