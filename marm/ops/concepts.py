@@ -24,7 +24,9 @@ from marm.ops.results import Done, MemoryView
 from marm.scope import display
 from marm.store import concept_verdicts, memories
 from marm.store.concept_graph import Entity, Graph
+from marm.store.db import Store
 from marm.store.memories import Filter
+from marm.store.records import Memory
 
 #: Bounds of one recall: seeds, edges followed per hop, entities reached.
 MAX_SEEDS = 5
@@ -349,7 +351,10 @@ def graph_context(
     )
 
 
-def _visible(store, ids: list[int], project: str | None, all_projects: bool) -> dict:
+def _visible(
+    store: Store, ids: list[int], project: str | None, all_projects: bool
+) -> dict[int, Memory]:
+    """The memories a reader in this scope may see (the graph can lag a status change)."""
     found = memories.get_many(store, ids)
     return {
         i: m
