@@ -170,6 +170,7 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 GROUP_HELP: dict[tuple[str, ...], str] = {
     ("session",): "Choose the session new memories are tagged with.",
     ("config",): "Show and save runtime settings.",
+    ("concepts",): "The concept graph: what memories are about, and how those things relate.",
 }
 
 

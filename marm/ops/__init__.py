@@ -18,6 +18,7 @@ MODULES = (
     "marm.ops.transfer",
     "marm.ops.system",
     "marm.ops.background",
+    "marm.ops.concepts",
     "marm.ops.agents",
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from marm import recall as recall_lanes
 from marm.errors import BadInput, NotFound, Refused
@@ -159,11 +159,14 @@ class RecallResult:
     project: str | None
     results: list[MemoryView]
     note: str | None = None
+    graph_context: Any = None      # with --graph: the concept graph around the results
 
     def text(self) -> str:
         if not self.results:
             return f"no memories match ({self.mode}) in {display(self.project)}"
         lines = [r.line() for r in self.results]
+        if self.graph_context and self.graph_context.relations:
+            lines.append("graph: " + "; ".join(r.line() for r in self.graph_context.relations[:6]))
         if self.note:
             lines.append(f"({self.note})")
         return "\n".join(lines)
@@ -221,6 +224,7 @@ def recall(
     include: Annotated[str | None, Param("also return these statuses: retracted, superseded "
                                          "(comma-separated)")] = None,
     detail: Annotated[Detail, Param("content length: 1 short, 2 medium, 3 full")] = 2,
+    graph: Annotated[bool, Param("attach the concept graph around the results (read-only)")] = False,
 ) -> RecallResult:
     """Find memories by exact text or by meaning.
 
@@ -234,7 +238,12 @@ def recall(
                         kind=kind, as_of=as_of, include=include)
     outcome = recall_lanes.run(ctx.store(), query, flt, limit, mode)
     views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
-    return RecallResult(query, outcome.mode, flt.project, views, outcome.note)
+    context = None
+    if graph:
+        from marm.ops.concepts import graph_context
+
+        context = graph_context(ctx, [v.id for v in views], flt.project, all_projects)
+    return RecallResult(query, outcome.mode, flt.project, views, outcome.note, context)
 
 
 @dataclass(frozen=True, slots=True)

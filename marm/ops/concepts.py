@@ -1,0 +1,528 @@
+"""Concept graph ops: build, recall, and the review verbs (merge, remove, dismiss, review).
+
+Recall needs no model: it normalises the query with plain string rules, looks the
+names up in the derived graph and walks it, so it stays fast. The review verbs write
+value-keyed verdicts to the durable database (with events) and correct the derived
+graph at once; every later extraction and every rebuild applies them again.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+from marm import config
+from marm.concepts.model import RELATED, normal_key
+from marm.errors import BadInput
+from marm.ops.context import Ctx
+from marm.ops.memory import AllProjects, ProjectOpt
+from marm.ops.registry import Param, op
+from marm.ops.results import Done, MemoryView
+from marm.scope import display
+from marm.store import concept_verdicts, memories
+from marm.store.concept_graph import Entity, Graph
+from marm.store.db import Store
+from marm.store.memories import Filter
+from marm.store.records import Memory
+
+#: Bounds of one recall: seeds, edges followed per hop, entities reached.
+MAX_SEEDS = 5
+EDGES_PER_HOP = 30
+MAX_ENTITIES = 60
+
+
+def _graph(ctx: Ctx) -> Graph:
+    return Graph.open(config.derived_path(ctx.home))
+
+
+@dataclass(frozen=True, slots=True)
+class BuildResult:
+    scope: str
+    memories: int
+    removed: int
+    entities: int
+    edges: int
+    extractor: str
+    seconds: float
+
+    def text(self) -> str:
+        return (
+            f"rebuilt the concept graph for {self.scope} from {self.memories} memories"
+            f" ({self.extractor}, {self.seconds:.1f}s); graph now holds {self.entities}"
+            f" entities and {self.edges} edges"
+        )
+
+
+@op("concepts", "build", mcp="marm_concept_build", idempotent=True)
+def build(
+    ctx: Ctx,
+    all: Annotated[
+        bool, Param("drop the whole concept graph and rebuild it from every memory")
+    ] = False,
+    project: ProjectOpt = None,
+) -> BuildResult:
+    """Rebuild the concept graph from scratch (default: the current project and global).
+
+    The graph is derived and disposable; merges and removals you made are kept in the
+    durable store and applied again, so a rebuild never brings a removed name back.
+    Runs under the drain lease: it waits for no one and fails at once if a drain runs.
+    """
+    from marm.concepts import indexer
+    from marm.store import leases
+
+    if all and project:
+        raise BadInput("use either --all or --project, not both")
+    started = time.monotonic()
+    store = ctx.store()
+    flt = Filter(all_projects=True) if all else Filter(project=ctx.project(project))
+    graph = _graph(ctx)
+    try:
+        with leases.hold(store, ctx.home, "drain", holder="marm concepts build"):
+            if all:
+                graph.reset()
+            stale = graph.source_ids(flt.project, flt.all_projects)
+            ids = [m.id for m in memories.recent(store, flt, limit=10**12)]
+            todo = list(dict.fromkeys([*ids, *stale]))
+            using = indexer.extractor()
+            removed = 0
+            with ctx.progress(len(todo), "concepts build") as bar:
+                for start in range(0, len(todo), 256):
+                    part = todo[start : start + 256]
+                    removed += indexer.apply(store, graph, part, using).removed
+                    bar.advance(len(part))
+        stats = graph.stats()
+    finally:
+        graph.close()
+    return BuildResult(
+        "every project" if all else display(flt.project),
+        len(ids),
+        removed,
+        stats.entities,
+        stats.edges,
+        using.name,
+        round(time.monotonic() - started, 3),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptView:
+    name: str
+    key: str
+    type: str
+    memories: int  # memories in scope that name it
+    hop: int  # 0 for what the query named, 1.. for what the walk reached
+
+
+@dataclass(frozen=True, slots=True)
+class RelationView:
+    source: str
+    predicate: str
+    target: str
+    weight: float
+    memory_ids: list[int]
+
+    def line(self) -> str:
+        ids = ", ".join(f"#{i}" for i in self.memory_ids[:6])
+        return f"{self.source} --{self.predicate}--> {self.target}  [{ids}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ConceptRecallResult:
+    query: str
+    project: str | None
+    depth: int
+    entities: list[ConceptView]
+    relations: list[RelationView]
+    memories: list[MemoryView]
+    note: str | None = None
+
+    def text(self) -> str:
+        if not self.entities:
+            return f"no concept matches {self.query!r} in {display(self.project)}" + (
+                f" ({self.note})" if self.note else ""
+            )
+        seeds = [e for e in self.entities if e.hop == 0]
+        lines = [", ".join(f"{e.name} ({e.type}, {e.memories} memories)" for e in seeds)]
+        lines += [f"  {r.line()}" for r in self.relations]
+        if self.memories:
+            lines.append("memories:")
+            lines += [f"  {m.line()}" for m in self.memories]
+        if self.note:
+            lines.append(f"({self.note})")
+        return "\n".join(lines)
+
+
+_WORD = re.compile(r"[^\s]+")
+
+
+def _singular(word: str) -> str:
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        return word[:-3] + "y" if word.endswith("ies") else word[:-1]
+    return word
+
+
+def _candidates(query: str) -> list[str]:
+    """Names the query may mean, longest first: the whole query, then every run of its
+    words (so "what depends on the write queue?" tries "write queue")."""
+    words = [w for w in (normal_key(w) for w in _WORD.findall(query)) if w]
+    out: list[str] = [normal_key(query)]
+    for n in range(len(words), 0, -1):
+        for i in range(len(words) - n + 1):
+            gram = words[i : i + n]
+            out.append(" ".join(gram))
+            out.append(" ".join([*gram[:-1], _singular(gram[-1])]))
+    return list(dict.fromkeys(k for k in out if len(k) >= 2))
+
+
+def _seeds(
+    graph: Graph,
+    query: str,
+    verdicts: concept_verdicts.Verdicts,
+    project: str | None,
+    all_projects: bool,
+) -> list[Entity]:
+    candidates = _candidates(query)
+    resolved = list(dict.fromkeys(r for k in candidates if (r := verdicts.resolve(k))))
+    found = {e.key: e for e in graph.entities_by_key(resolved, project, all_projects)}
+    seeds: list[Entity] = []
+    for key in resolved:  # longest names first; skip words of a name already taken
+        if key in found and not any(f" {key} " in f" {s.key} " for s in seeds):
+            seeds.append(found[key])
+    if not seeds:
+        words = [w for w in normal_key(query).split() if len(w) > 2]
+        seeds = graph.entities_like(
+            [normal_key(query)], project, all_projects, MAX_SEEDS
+        ) or graph.entities_like(words, project, all_projects, MAX_SEEDS)
+    return seeds[:MAX_SEEDS]
+
+
+def _focus(query: str) -> set[str]:
+    """Predicates the query asks about ("what depends on ..." -> depends_on)."""
+    from marm.concepts.model import PREDICATES
+    from marm.concepts.rules import VERB_FORMS
+
+    return {PREDICATES[VERB_FORMS[w]][0] for w in normal_key(query).split() if w in VERB_FORMS}
+
+
+@op("concepts", "recall", mcp="marm_concept_recall", read_only=True, idempotent=True)
+def concept_recall(
+    ctx: Ctx,
+    query: Annotated[
+        str,
+        Param('a name or a question naming one ("what depends on the write queue")', argument=True),
+    ],
+    depth: Annotated[int, Param("hops to walk from the named entities (1-3)")] = 1,
+    limit: Annotated[int, Param("most memories to return", short="-n")] = 5,
+    project: ProjectOpt = None,
+    all_projects: AllProjects = False,
+    detail: Annotated[
+        Literal[1, 2, 3], Param("memory content length: 1 short, 2 medium, 3 full")
+    ] = 1,
+) -> ConceptRecallResult:
+    """The entity a query names, its typed relations (multi-hop) and the memories behind them.
+
+    Scoped like recall (the current project plus global memories); retracted and
+    superseded memories are never shown. Needs no model.
+    """
+    if not 1 <= depth <= 3:
+        raise BadInput("--depth takes 1, 2 or 3")
+    if limit < 1:
+        raise BadInput("--limit must be at least 1")
+    if not query.strip():
+        raise BadInput("the query is empty")
+    scope = None if all_projects else ctx.project(project)
+    store = ctx.store()
+    if not config.derived_path(ctx.home).exists():
+        note = "no concept graph yet: run `marm drain` or `marm concepts build`"
+        return ConceptRecallResult(query, scope, depth, [], [], [], note)
+    graph = _graph(ctx)
+    try:
+        seeds = _seeds(graph, query, concept_verdicts.load(store), scope, all_projects)
+        hops = {e.id: 0 for e in seeds}
+        edges = []
+        frontier = list(hops)
+        focus = _focus(query)
+        for hop in range(1, depth + 1):
+            if not frontier or len(hops) >= MAX_ENTITIES:
+                break
+            found = graph.edges_of(frontier, scope, all_projects, EDGES_PER_HOP)
+            found.sort(key=lambda e: (e.predicate not in focus, e.predicate == RELATED, -e.weight))
+            frontier = []
+            for edge in found:
+                for end in (edge.source, edge.target):
+                    if end not in hops and len(hops) < MAX_ENTITIES:
+                        hops[end] = hop
+                        frontier.append(end)
+                if edge.source in hops and edge.target in hops:
+                    edges.append(edge)
+        entities = graph.entities(hops, scope, all_projects)
+        behind = [mid for e in edges for mid in e.memory_ids]
+        behind += [
+            mid for _, mid in graph.mention_memories([e.id for e in seeds], scope, all_projects, 50)
+        ]
+    finally:
+        graph.close()
+    visible = _visible(store, behind, scope, all_projects)
+    relations = []
+    seen = set()
+    for e in edges:
+        ids = [i for i in e.memory_ids if i in visible]
+        if not ids or (e.source, e.predicate, e.target) in seen:
+            continue  # its memories left since the last drain, or are out of scope
+        seen.add((e.source, e.predicate, e.target))
+        relations.append(
+            RelationView(
+                entities[e.source].name, e.predicate, entities[e.target].name, e.weight, ids
+            )
+        )
+    ordered = list(dict.fromkeys(i for i in behind if i in visible))
+    views = [
+        ConceptView(entities[i].name, entities[i].key, entities[i].type, entities[i].memories, h)
+        for i, h in sorted(hops.items(), key=lambda kv: (kv[1], -entities[kv[0]].memories))
+        if i in entities
+    ]
+    note = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
+    return ConceptRecallResult(
+        query,
+        scope,
+        depth,
+        views,
+        relations,
+        [MemoryView.of(visible[i], detail) for i in ordered[:limit]],
+        note,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GraphContext:
+    """What the concept graph knows about a recall's results: read-only, bounded, and
+    never part of the ranking."""
+
+    entities: list[ConceptView]
+    relations: list[RelationView]
+
+
+def graph_context(
+    ctx: Ctx,
+    memory_ids: list[int],
+    project: str | None,
+    all_projects: bool,
+    entities: int = 8,
+    relations: int = 12,
+) -> GraphContext | None:
+    """The entities the given memories name and their typed relations, within scope.
+    None when no graph has been built yet (nothing is created by asking)."""
+    path = config.derived_path(ctx.home)
+    if not memory_ids or not path.exists():
+        return None
+    graph = Graph.open(path)
+    try:
+        ids = graph.entities_of_memories(memory_ids, entities)
+        found = graph.entities(ids, project, all_projects)
+        edges = [
+            e
+            for e in graph.edges_of(ids, project, all_projects, relations * 3)
+            if e.predicate != RELATED
+        ]
+        named = graph.entities(
+            {x for e in edges for x in (e.source, e.target)} - set(found), project, all_projects
+        )
+    finally:
+        graph.close()
+    everything = {**named, **found}
+    visible = _visible(ctx.store(), [m for e in edges for m in e.memory_ids], project, all_projects)
+    views = [
+        RelationView(
+            everything[e.source].name, e.predicate, everything[e.target].name, e.weight, behind
+        )
+        for e in edges
+        if (behind := [m for m in e.memory_ids if m in visible])
+    ][:relations]
+    return GraphContext(
+        [
+            ConceptView(found[i].name, found[i].key, found[i].type, found[i].memories, 0)
+            for i in ids
+            if i in found
+        ],
+        views,
+    )
+
+
+def _visible(
+    store: Store, ids: list[int], project: str | None, all_projects: bool
+) -> dict[int, Memory]:
+    """The memories a reader in this scope may see (the graph can lag a status change)."""
+    found = memories.get_many(store, ids)
+    return {
+        i: m
+        for i, m in found.items()
+        if m.status in memories.VISIBLE_STATUSES
+        and (all_projects or m.project is None or m.project == project)
+    }
+
+
+def _key(graph: Graph, text: str) -> str:
+    """The entity key a person means by ``text`` (the graph's name for it if it has one)."""
+    key = normal_key(text)
+    if not key:
+        raise BadInput("a concept name cannot be empty")
+    for candidate in (key, _singular(key)):
+        if graph.entities_by_key([candidate]):
+            return candidate
+    return key
+
+
+@op("concepts", "merge", idempotent=True)
+def merge(
+    ctx: Ctx,
+    a: Annotated[str, Param("the name to keep", argument=True)],
+    b: Annotated[str, Param("the duplicate: from now on it means A", argument=True)],
+) -> Done:
+    """Merge concept B into A: B becomes an alias of A, now and in every rebuild."""
+    store = ctx.store()
+    graph = _graph(ctx)
+    try:
+        keep, alias = _key(graph, a), _key(graph, b)
+        verdicts = concept_verdicts.load(store)
+        target = verdicts.resolve(keep)
+        if target is None:
+            raise BadInput(f"{a!r} was removed (suppressed); it cannot absorb another name")
+        if target == alias:
+            target = keep  # flipping an earlier merge: A becomes the name to keep
+        if alias == target:
+            raise BadInput("A and B name the same concept")
+        concept_verdicts.add_alias(store, alias, target)
+        with graph.write():
+            moved = graph.merge_entity(alias, target)
+    finally:
+        graph.close()
+    return Done(
+        True,
+        f"merged {alias!r} into {target!r} ({moved} memories moved)",
+        {"alias": alias, "canonical": target, "memories": str(moved)},
+    )
+
+
+@op("concepts", "remove", idempotent=True, destructive=True)
+def remove(
+    ctx: Ctx,
+    name: Annotated[str, Param("the concept to drop from the graph", argument=True)],
+    reason: Annotated[str | None, Param("why, kept in the audit trail")] = None,
+) -> Done:
+    """Remove a concept and never extract it again (a suppression that survives rebuilds).
+
+    The memories that named it stay, and so do their other concepts.
+    """
+    graph = _graph(ctx)
+    try:
+        key = _key(graph, name)
+        concept_verdicts.suppress(ctx.store(), key, reason)
+        with graph.write():
+            named = graph.delete_entity(key)
+    finally:
+        graph.close()
+    where = f"named by {named} memories" if named else "not in the graph now"
+    return Done(
+        True,
+        f"removed {key!r} ({where}); it will not be extracted again",
+        {"name": key, "memories": str(named)},
+    )
+
+
+@op("concepts", "dismiss", idempotent=True)
+def dismiss(
+    ctx: Ctx,
+    a: Annotated[str, Param("one concept", argument=True)],
+    b: Annotated[str, Param("the other: not the same thing as A", argument=True)],
+) -> Done:
+    """Say two concepts are not duplicates: `marm concepts review` stops proposing them."""
+    graph = _graph(ctx)
+    try:
+        first, second = _key(graph, a), _key(graph, b)
+    finally:
+        graph.close()
+    if first == second:
+        raise BadInput("A and B name the same concept")
+    concept_verdicts.dismiss(ctx.store(), first, second)
+    return Done(
+        True,
+        f"{first!r} and {second!r} will not be proposed as duplicates again",
+        {"a": first, "b": second},
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicatePair:
+    a: str
+    b: str
+    a_name: str
+    b_name: str
+    reason: str
+    memories: int
+
+    def line(self) -> str:
+        return f"{self.a_name}  ~  {self.b_name}   ({self.reason}; {self.memories} memories)"
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewResult:
+    project: str | None
+    pairs: list[DuplicatePair] = field(default_factory=list)
+
+    def text(self) -> str:
+        if not self.pairs:
+            return f"no likely duplicates in {display(self.project)}"
+        lines = [p.line() for p in self.pairs]
+        lines.append(
+            "merge with `marm concepts merge A B`; keep apart with `marm concepts dismiss A B`"
+        )
+        return "\n".join(lines)
+
+
+def _squash(key: str) -> str:
+    return _singular(re.sub(r"[^0-9a-z]", "", key))
+
+
+@op("concepts", "review", read_only=True, idempotent=True)
+def review(
+    ctx: Ctx,
+    limit: Annotated[int, Param("most pairs to list", short="-n")] = 20,
+    project: ProjectOpt = None,
+    all_projects: AllProjects = False,
+) -> ReviewResult:
+    """List likely duplicate concepts that nobody has dismissed.
+
+    Candidates have the same letters (write_queue, WriteQueue), differ by a plural, or
+    have the same words in another order.
+    """
+    scope = None if all_projects else ctx.project(project)
+    verdicts = concept_verdicts.load(ctx.store())
+    if not config.derived_path(ctx.home).exists():
+        return ReviewResult(scope, [])
+    graph = _graph(ctx)
+    try:
+        entities = graph.all_entities(scope, all_projects)
+    finally:
+        graph.close()
+    groups: dict[tuple[str, str], list[Entity]] = defaultdict(list)
+    for e in entities:
+        groups[("same letters", _squash(e.key))].append(e)
+        words = e.key.split()
+        if len(words) > 1:
+            groups[("same words", " ".join(sorted(_singular(w) for w in words)))].append(e)
+    pairs: dict[tuple[str, str], DuplicatePair] = {}
+    for (reason, _), members in groups.items():
+        for i, x in enumerate(members):
+            for y in members[i + 1 :]:
+                a, b = concept_verdicts.pair(x.key, y.key)
+                if (a, b) in pairs or verdicts.is_dismissed(a, b):
+                    continue
+                first, second = (x, y) if x.key == a else (y, x)
+                pairs[(a, b)] = DuplicatePair(
+                    a, b, first.name, second.name, reason, x.memories + y.memories
+                )
+    ranked = sorted(pairs.values(), key=lambda p: (-p.memories, p.a, p.b))
+    return ReviewResult(scope, ranked[:limit])
