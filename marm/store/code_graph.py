@@ -1,0 +1,361 @@
+"""All SQL of the code graph, in the disposable ``derived.db``.
+
+A tree is one indexed repository; its files carry what was read (stat, hash, status);
+symbols, imports, refs (calls, base classes, import statements) and typed variables
+come from parsing one file and are replaced with it; edges link a ref to the symbol it
+resolved to, with the rule that produced the link and a confidence. Rows of a file are
+deleted by hand (no cascading foreign keys): bulk inserts stay fast.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from marm.config import derived_path
+from marm.store import derived
+
+PART = derived.SchemaPart(
+    name="code",
+    version=1,
+    tables=("code_edges", "code_types", "code_refs", "code_imports", "code_symbols", "code_files",
+            "code_trees"),
+    ddl="""
+    CREATE TABLE code_trees (
+        id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE, indexed_at TEXT,
+        files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE code_files (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, path TEXT NOT NULL, lang TEXT,
+        module TEXT, size INTEGER, mtime_ns INTEGER, hash TEXT, lines INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL, note TEXT, exports TEXT, UNIQUE (tree_id, path));
+    CREATE TABLE code_symbols (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
+        parent_id INTEGER, name TEXT NOT NULL, qname TEXT NOT NULL, kind TEXT NOT NULL,
+        line INTEGER NOT NULL, end_line INTEGER NOT NULL, signature TEXT NOT NULL,
+        rank REAL NOT NULL DEFAULT 0);
+    CREATE INDEX code_symbols_name ON code_symbols (tree_id, name);
+    CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname);
+    CREATE INDEX code_symbols_file ON code_symbols (file_id);
+    CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC);
+    CREATE TABLE code_imports (
+        tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL, local TEXT, module TEXT NOT NULL,
+        name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
+    CREATE INDEX code_imports_module ON code_imports (tree_id, module);
+    CREATE INDEX code_imports_file ON code_imports (file_id);
+    CREATE TABLE code_refs (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
+        src_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
+        receiver TEXT, line INTEGER NOT NULL);
+    CREATE INDEX code_refs_key ON code_refs (tree_id, key);
+    CREATE INDEX code_refs_name ON code_refs (tree_id, name);
+    CREATE INDEX code_refs_file ON code_refs (file_id);
+    CREATE TABLE code_types (
+        file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
+    CREATE INDEX code_types_file ON code_types (file_id);
+    CREATE TABLE code_edges (
+        tree_id INTEGER NOT NULL, ref_id INTEGER NOT NULL, src_id INTEGER NOT NULL,
+        dst_id INTEGER NOT NULL, kind TEXT NOT NULL, rule TEXT NOT NULL, confidence REAL NOT NULL,
+        file_id INTEGER NOT NULL, line INTEGER NOT NULL);
+    CREATE INDEX code_edges_src ON code_edges (src_id);
+    CREATE INDEX code_edges_dst ON code_edges (dst_id);
+    CREATE INDEX code_edges_ref ON code_edges (ref_id);
+    """,
+)
+
+
+def connect(home: Path) -> sqlite3.Connection:
+    conn = derived.connect(derived_path(home), PART)
+    conn.execute("PRAGMA cache_size = -65536")   # 64 MiB: bulk index inserts stay in memory
+    return conn
+
+
+def exists(home: Path) -> bool:
+    return derived_path(home).exists()
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# -- trees and files ---------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    id: int
+    root: str
+    indexed_at: str | None
+    files: int
+    lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    id: int
+    size: int | None
+    mtime_ns: int | None
+    hash: str | None
+    status: str
+
+
+def tree(conn: sqlite3.Connection, root: str, create: bool = False) -> Tree | None:
+    if create:
+        conn.execute("INSERT OR IGNORE INTO code_trees (root) VALUES (?)", (root,))
+    row = conn.execute("SELECT id, root, indexed_at, files, lines FROM code_trees WHERE root = ?",
+                       (root,)).fetchone()
+    return None if row is None else Tree(*row)
+
+
+def trees(conn: sqlite3.Connection) -> list[Tree]:
+    return [Tree(*r) for r in conn.execute(
+        "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root")]
+
+
+def finish_tree(conn: sqlite3.Connection, tree_id: int, at: str) -> None:
+    conn.execute(
+        "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
+        " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
+        " WHERE tree_id = ?) WHERE id = ?", (at, tree_id, tree_id, tree_id))
+
+
+def file_states(conn: sqlite3.Connection, tree_id: int) -> dict[str, FileState]:
+    return {r[0]: FileState(*r[1:]) for r in conn.execute(
+        "SELECT path, id, size, mtime_ns, hash, status FROM code_files WHERE tree_id = ?", (tree_id,))}
+
+
+def touch_files(conn: sqlite3.Connection, rows: Iterable[tuple[int, int, int]]) -> None:
+    """Store a new (size, mtime) for files whose content did not change."""
+    conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
+
+
+def skipped(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, str]]:
+    """(path, status, note) of files skipped or indexed partially."""
+    return conn.execute(
+        "SELECT path, status, note FROM code_files WHERE tree_id = ? AND status != 'ok' ORDER BY path",
+        (tree_id,)).fetchall()
+
+
+def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
+    """Fill a temp table with ``ids`` and return its name (for ``IN (SELECT id FROM ...)``)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_ids (id INTEGER PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_ids")
+    conn.executemany("INSERT OR IGNORE INTO tmp_ids VALUES (?)", ((i,) for i in ids))
+    return "SELECT id FROM temp.tmp_ids"
+
+
+def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> None:
+    """Remove files and everything parsed from them, and every edge into or out of them."""
+    if not file_ids:
+        return
+    ids = _ids(conn, file_ids)
+    conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})")
+    conn.execute(f"DELETE FROM code_edges WHERE dst_id IN (SELECT id FROM code_symbols WHERE file_id IN ({ids}))")
+    for table in ("code_types", "code_refs", "code_imports", "code_symbols"):
+        conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
+    conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
+
+
+def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
+    for table in ("code_edges", "code_refs", "code_imports", "code_symbols"):
+        conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
+    conn.execute("DELETE FROM code_types WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
+                 (tree_id,))
+    conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
+
+
+def forget_tree(conn: sqlite3.Connection, tree_id: int) -> None:
+    clear_tree(conn, tree_id)
+    conn.execute("DELETE FROM code_trees WHERE id = ?", (tree_id,))
+
+
+def add_skipped(conn: sqlite3.Connection, tree_id: int, path: str, lang: str, size: int,
+                mtime_ns: int, digest: str | None, note: str) -> None:
+    conn.execute(
+        "INSERT INTO code_files (tree_id, path, lang, size, mtime_ns, hash, status, note)"
+        " VALUES (?,?,?,?,?,?, 'skipped', ?)", (tree_id, path, lang, size, mtime_ns, digest, note))
+
+
+class Writer:
+    """Bulk insertion of parsed files with ids assigned here, so refs can be resolved
+    straight from memory after a full parse (no read-back)."""
+
+    def __init__(self, conn: sqlite3.Connection, tree_id: int) -> None:
+        self.conn = conn
+        self.tree_id = tree_id
+        self.next_symbol = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM code_symbols").fetchone()[0]
+        self.next_ref = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM code_refs").fetchone()[0]
+        self.symbols: list[tuple] = []
+        self.refs: list[tuple] = []      # (id, file_id, src_id, kind, name, key, receiver, line)
+        self.imports: list[tuple] = []
+        self.types: list[tuple] = []
+
+    def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
+        """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
+        status = "partial" if facts.partial else "ok"
+        cur = self.conn.execute(
+            "INSERT INTO code_files (tree_id, path, lang, module, size, mtime_ns, hash, lines, status,"
+            " note, exports) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (self.tree_id, path, lang, facts.module, size, mtime_ns, digest, facts.lines, status,
+             "syntax errors: indexed partially" if facts.partial else None,
+             None if facts.exports is None else orjson.dumps(facts.exports).decode()))
+        fid = int(cur.lastrowid)
+        tid = self.tree_id
+        base = self.next_symbol
+        self.next_symbol += len(facts.symbols)
+        self.symbols.extend(
+            (base + i, tid, fid, base + parent if parent >= 0 else None, name, qname, kind, line, end, sig)
+            for i, (name, qname, kind, line, end, sig, parent) in enumerate(facts.symbols))
+        self.imports.extend((tid, fid, *i) for i in facts.imports)
+        rid = self.next_ref
+        self.next_ref += len(facts.refs)
+        self.refs.extend((rid + i, fid, base + scope, kind, name, key, recv, line)
+                         for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs))
+        self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
+        return fid
+
+    def flush(self) -> list[tuple]:
+        """Write everything queued; returns the refs written."""
+        c, tid = self.conn, self.tree_id
+        c.executemany("INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
+                      " end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)", self.symbols)
+        c.executemany("INSERT INTO code_imports (tree_id, file_id, local, module, name, kind, line)"
+                      " VALUES (?,?,?,?,?,?,?)", self.imports)
+        c.executemany("INSERT INTO code_refs (id, tree_id, file_id, src_id, kind, name, key, receiver, line)"
+                      " VALUES (?,?,?,?,?,?,?,?,?)", ((r[0], tid, *r[1:]) for r in self.refs))
+        c.executemany("INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types)
+        refs = self.refs
+        self.symbols, self.imports, self.refs, self.types = [], [], [], []
+        return refs
+
+
+# -- what the resolver reads -------------------------------------------------------
+
+def files_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(id, path, lang, module, exports JSON) of every parsed file."""
+    return conn.execute("SELECT id, path, lang, module, exports FROM code_files WHERE tree_id = ?"
+                        " AND status != 'skipped'", (tree_id,)).fetchall()
+
+
+def symbols_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(id, file_id, parent_id, name, kind) of every symbol."""
+    return conn.execute("SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ?",
+                        (tree_id,)).fetchall()
+
+
+def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(file_id, local, module, name, kind) in statement order."""
+    return conn.execute("SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
+                        " ORDER BY file_id, line", (tree_id,)).fetchall()
+
+
+def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of every base-class reference."""
+    return conn.execute("SELECT src_id, name, receiver FROM code_refs WHERE tree_id = ? AND kind = 'base'"
+                        " ORDER BY id", (tree_id,)).fetchall()
+
+
+def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
+    """(file_id, scope_id, var, type) for typed receivers."""
+    ids = _ids(conn, file_ids)
+    return conn.execute(f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})").fetchall()
+
+
+_REF = "id, file_id, src_id, kind, name, key, receiver, line"
+
+
+def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    return conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ?", (tree_id,)).fetchall()
+
+
+def affected_refs(conn: sqlite3.Connection, tree_id: int, file_ids: Iterable[int], names: Iterable[str],
+                  ref_ids: Iterable[int]) -> list[tuple]:
+    """Refs in ``file_ids``, refs whose name or key is in ``names``, and ``ref_ids``."""
+    out: dict[int, tuple] = {}
+    ids = _ids(conn, file_ids)
+    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE file_id IN ({ids})"):
+        out[r[0]] = r
+    ids = _ids(conn, ref_ids)
+    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE id IN ({ids})"):
+        out[r[0]] = r
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
+    for column in ("key", "name"):
+        for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND {column} IN"
+                              " (SELECT name FROM temp.tmp_names)", (tree_id,)):
+            out[r[0]] = r
+    return list(out.values())
+
+
+def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> set[int]:
+    """Files with an import statement naming one of ``modules``."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+    return {r[0] for r in conn.execute(
+        "SELECT DISTINCT file_id FROM code_imports WHERE tree_id = ? AND module IN"
+        " (SELECT name FROM temp.tmp_names)", (tree_id,))}
+
+
+def file_names(conn: sqlite3.Connection, file_ids: Sequence[int]) -> tuple[set[str], set[str], set[tuple]]:
+    """Of the given files: symbol names, module keys, and (class qname, base name) pairs."""
+    ids = _ids(conn, file_ids)
+    names = {r[0] for r in conn.execute(f"SELECT DISTINCT name FROM code_symbols WHERE file_id IN ({ids})")}
+    modules = set()
+    for module, exports in conn.execute(f"SELECT module, exports FROM code_files WHERE id IN ({ids})"):
+        if module:
+            modules.add(module)
+        if exports:
+            names.update(orjson.loads(exports))
+    bases = set(conn.execute(
+        f"SELECT s.qname, r.name, r.receiver FROM code_refs r JOIN code_symbols s ON s.id = r.src_id"
+        f" WHERE r.kind = 'base' AND r.file_id IN ({ids})").fetchall())
+    classes = {r[0] for r in conn.execute(
+        f"SELECT qname FROM code_symbols WHERE file_id IN ({ids}) AND kind IN"
+        " ('class', 'interface', 'struct', 'trait', 'type')")}
+    return names, modules, bases | {(c, None, None) for c in classes}
+
+
+def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:
+    """Refs (from anywhere) whose edge points into the given files."""
+    ids = _ids(conn, file_ids)
+    return {r[0] for r in conn.execute(
+        f"SELECT DISTINCT e.ref_id FROM code_edges e JOIN code_symbols s ON s.id = e.dst_id"
+        f" WHERE s.file_id IN ({ids})")}
+
+
+def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> None:
+    ids = _ids(conn, ref_ids)
+    conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})")
+
+
+def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
+    conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
+
+
+def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Iterable[tuple]) -> None:
+    """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
+    conn.executemany(
+        "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
+        " VALUES (?,?,?,?,?,?,?,?,?)", ((tree_id, *r) for r in rows))
+
+
+def edge_weights(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, int, float]]:
+    return conn.execute("SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?",
+                        (tree_id,)).fetchall()
+
+
+def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[float, int]]) -> None:
+    conn.execute("UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0", (tree_id,))
+    conn.executemany("UPDATE code_symbols SET rank = ? WHERE id = ?", ranks)
