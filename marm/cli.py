@@ -127,6 +127,7 @@ def build_app() -> typer.Typer:
 GROUP_HELP: dict[tuple[str, ...], str] = {
     ("session",): "Choose the session new memories are tagged with.",
     ("config",): "Show and save runtime settings.",
+    ("code",): "Index repositories with tree-sitter; look up, trace and weigh code.",
 }
 
 

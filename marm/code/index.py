@@ -238,3 +238,34 @@ class _NoBar:
 
 def _bar(progress: Any, total: int, label: str) -> Any:
     return progress(total, label) if progress is not None else _NoBar()
+
+
+def record(ctx: Any, root: Path, report: IndexReport, started_at: str) -> None:
+    """Note the run in the durable store: the repo's last index time, and an event."""
+    from marm import scope
+    from marm.store import code_repos, events
+
+    store = ctx.store()
+    project = scope.git_project(root)
+    with store.write():
+        code_repos.mark_indexed(store, str(root), project, started_at)
+        events.append(store, "code.index", "code_repo", str(root), project=project, detail={
+            "full": report.full, "files": report.files, "parsed": report.parsed,
+            "deleted": report.deleted, "skipped": len(report.skipped), "edges": report.edges,
+            "seconds": report.seconds})
+
+
+def index_repo(ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index") -> IndexReport:
+    """Index one repository under the ``code-index`` lease (``Busy`` when another runs)."""
+    from marm.store import leases
+
+    store = ctx.store()
+    with leases.hold(store, ctx.home, "code-index", holder=holder):
+        started_at = now()
+        conn = code_graph.connect(ctx.home)
+        try:
+            report = index_tree(conn, root, full=full, progress=ctx.progress)
+        finally:
+            conn.close()
+        record(ctx, root, report, started_at)
+    return report

@@ -359,3 +359,171 @@ def edge_weights(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, int,
 def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[float, int]]) -> None:
     conn.execute("UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0", (tree_id,))
     conn.executemany("UPDATE code_symbols SET rank = ? WHERE id = ?", ranks)
+
+
+# -- queries -----------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SymbolRow:
+    id: int
+    name: str
+    qname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    signature: str
+    rank: float
+
+
+_SYM = ("s.id, s.name, s.qname, s.kind, f.path, s.line, s.end_line, s.signature, s.rank"
+        " FROM code_symbols s JOIN code_files f ON f.id = s.file_id")
+
+
+def find_symbols(conn: sqlite3.Connection, tree_id: int, query: str, kind: str | None = None,
+                 limit: int = 20, exact_only: bool = False) -> list[SymbolRow]:
+    """Symbols named ``query``: exact name or qualified name (or its dotted tail) first,
+    then (unless ``exact_only``) names containing it; each group by centrality."""
+    kind_sql = " AND s.kind = ?" if kind else ""
+    extra = [kind] if kind else []
+    out: dict[int, SymbolRow] = {}
+
+    def take(sql: str, args: list) -> None:
+        for r in conn.execute(f"SELECT {_SYM} WHERE s.tree_id = ?{kind_sql} AND {sql}"
+                              " ORDER BY s.rank DESC, f.path, s.line LIMIT ?",
+                              [tree_id, *extra, *args, limit]):
+            if len(out) < limit:
+                out.setdefault(r[0], SymbolRow(*r))
+
+    if "." in query or "/" in query:
+        take("s.qname = ?", [query])
+        take("s.qname LIKE ? ESCAPE '\\'", ["%." + _like(query)])
+        take("s.qname LIKE ? ESCAPE '\\'", ["%/" + _like(query)])
+    else:
+        take("s.name = ? AND s.kind != 'module'", [query])
+        take("s.name = ?", [query])
+    if not exact_only and len(out) < limit:
+        take("s.name LIKE ? ESCAPE '\\' AND s.kind != 'module'", ["%" + _like(query.rsplit(".", 1)[-1]) + "%"])
+    return list(out.values())
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    path: str
+    lang: str
+    lines: int
+    status: str
+    symbols: int
+
+
+def find_files(conn: sqlite3.Connection, tree_id: int, query: str, limit: int = 10) -> list[FileRow]:
+    rows = conn.execute(
+        "SELECT f.path, f.lang, f.lines, f.status, (SELECT count(*) FROM code_symbols s WHERE"
+        " s.file_id = f.id) FROM code_files f WHERE f.tree_id = ? AND f.path LIKE ? ESCAPE '\\'"
+        " ORDER BY (f.path = ?) DESC, length(f.path), f.path LIMIT ?",
+        (tree_id, "%" + _like(query) + "%", query, limit)).fetchall()
+    return [FileRow(*r) for r in rows]
+
+
+def symbols_by_id(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, SymbolRow]:
+    idl = _ids(conn, ids)
+    return {r[0]: SymbolRow(*r) for r in conn.execute(f"SELECT {_SYM} WHERE s.id IN ({idl})")}
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRow:
+    src_id: int
+    dst_id: int
+    kind: str
+    rule: str
+    confidence: float
+    path: str      # file of the reference
+    line: int
+
+
+def edges_touching(conn: sqlite3.Connection, ids: Iterable[int], direction: str,
+                   kinds: tuple[str, ...]) -> list[EdgeRow]:
+    """Edges out of (``callees``) or into (``callers``) the given symbols."""
+    idl = _ids(conn, ids)
+    column = "src_id" if direction == "callees" else "dst_id"
+    marks = ",".join("?" * len(kinds))
+    return [EdgeRow(*r) for r in conn.execute(
+        f"SELECT e.src_id, e.dst_id, e.kind, e.rule, e.confidence, f.path, e.line FROM code_edges e"
+        f" JOIN code_files f ON f.id = e.file_id WHERE e.{column} IN ({idl}) AND e.kind IN ({marks})"
+        " ORDER BY e.confidence DESC, f.path, e.line", kinds)]
+
+
+def symbols_at(conn: sqlite3.Connection, tree_id: int, path: str, lines: Iterable[int]) -> list[int]:
+    """The innermost symbol around each line of ``path`` (the module when none is)."""
+    rows = conn.execute(
+        "SELECT s.id, s.line, s.end_line, s.kind FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+        " WHERE f.tree_id = ? AND f.path = ?", (tree_id, path)).fetchall()
+    out = set()
+    for line in lines:
+        around = [r for r in rows if r[1] <= line <= r[2] or r[3] == "module"]
+        if around:
+            out.add(min(around, key=lambda r: (r[3] == "module", r[2] - r[1]))[0])
+    return sorted(out)
+
+
+def packages(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, int, int, int]]:
+    """(path, lang, lines, symbols, status) per parsed file, for grouping into packages."""
+    return conn.execute(
+        "SELECT f.path, f.lang, f.lines, (SELECT count(*) FROM code_symbols s WHERE s.file_id = f.id"
+        " AND s.kind != 'module'), f.status FROM code_files f WHERE f.tree_id = ?", (tree_id,)).fetchall()
+
+
+def top_ranked(conn: sqlite3.Connection, tree_id: int, limit: int, kinds: tuple[str, ...] | None = None,
+               names: tuple[str, ...] | None = None) -> list[SymbolRow]:
+    sql = f"SELECT {_SYM} WHERE s.tree_id = ?"
+    args: list = [tree_id]
+    if kinds:
+        sql += f" AND s.kind IN ({','.join('?' * len(kinds))})"
+        args += kinds
+    if names:
+        sql += f" AND s.name IN ({','.join('?' * len(names))})"
+        args += names
+    return [SymbolRow(*r) for r in conn.execute(sql + " ORDER BY s.rank DESC, f.path LIMIT ?", [*args, limit])]
+
+
+def counts(conn: sqlite3.Connection, tree_id: int) -> dict[str, int]:
+    one = conn.execute
+    return {
+        "symbols": one("SELECT count(*) FROM code_symbols WHERE tree_id = ? AND kind != 'module'",
+                       (tree_id,)).fetchone()[0],
+        "edges": one("SELECT count(*) FROM code_edges WHERE tree_id = ?", (tree_id,)).fetchone()[0],
+    }
+
+
+def snapshot(conn: sqlite3.Connection, tree_id: int) -> dict[str, set[tuple]]:
+    """The tree's graph keyed on values (paths, qualified names), never on row ids: two
+    indexes of the same files compare equal exactly when they built the same graph."""
+    return {
+        "files": set(conn.execute("SELECT path, lang, module, hash, lines, status, note, exports"
+                                  " FROM code_files WHERE tree_id = ?", (tree_id,))),
+        "symbols": set(conn.execute(
+            "SELECT f.path, s.qname, s.kind, s.line, s.end_line, s.signature, p.qname, round(s.rank, 4)"
+            " FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+            " LEFT JOIN code_symbols p ON p.id = s.parent_id WHERE s.tree_id = ?", (tree_id,))),
+        "edges": set(conn.execute(
+            "SELECT a.qname, fa.path, b.qname, fb.path, e.kind, e.rule, e.confidence, e.line"
+            " FROM code_edges e JOIN code_symbols a ON a.id = e.src_id JOIN code_files fa ON fa.id = a.file_id"
+            " JOIN code_symbols b ON b.id = e.dst_id JOIN code_files fb ON fb.id = b.file_id"
+            " WHERE e.tree_id = ?", (tree_id,))),
+    }
+
+
+def symbols_named(conn: sqlite3.Connection, names: Sequence[str], limit: int = 5) -> dict[str, list[tuple]]:
+    """For each name: up to ``limit`` (root, qname, kind, path, line), most central first.
+    A plain name matches symbol names; a dotted one a qualified name or its tail."""
+    out: dict[str, list[tuple]] = {}
+    for t in trees(conn):
+        for name in names:
+            for r in find_symbols(conn, t.id, name, limit=limit, exact_only=True):
+                if r.kind != "module":
+                    out.setdefault(name, []).append((r.rank, t.root, r.qname, r.kind, r.path, r.line))
+    return {n: [row[1:] for row in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()}
