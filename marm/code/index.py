@@ -29,6 +29,9 @@ from marm.store import code_graph, now
 
 #: Below this many changed files, parsing stays in this process.
 PARALLEL_MIN_FILES = 300
+#: A full build of at least this many files drops the secondary indexes and builds
+#: them again afterwards (much faster than maintaining them row by row).
+BULK_MIN_FILES = 500
 
 
 @dataclass
@@ -157,6 +160,9 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     meta = {t[0]: t for t in todo}
     report.workers = workers if len(todo) >= PARALLEL_MIN_FILES else 1
     new_ids = []
+    bulk = full and len(todo) >= BULK_MIN_FILES
+    if bulk:
+        code_graph.drop_indexes(conn)
     writer = code_graph.Writer(conn, tree_id)
     with _bar(progress, len(todo), "parsing") as bar:
         for path, facts in _parse_all([(t[0], t[1], t[2]) for t in todo], workers, bar):
@@ -186,6 +192,8 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     report.refs_resolved = len(refs)
     report.edges = len(rows)
     _rank(conn, tree_id)
+    if bulk:
+        code_graph.create_indexes(conn)
 
 
 def _suffixes(modules: set[str]) -> set[str]:
@@ -222,7 +230,7 @@ def _rank(conn, tree_id: int, damping: float = 0.85, rounds: int = 40) -> None:
             break
         rank = new
     scaled = rank * n
-    code_graph.set_ranks(conn, tree_id, [(round(float(r), 6), int(i)) for r, i in zip(scaled, ids)])
+    code_graph.set_ranks(conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist()))
 
 
 class _NoBar:

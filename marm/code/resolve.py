@@ -6,8 +6,9 @@ Order of rules for a call ``name(...)`` in file F, scope S:
                                    target module (through its re-exports)
   star-import                      a ``from m import *`` whose target exports ``name``
                                    (its ``__all__`` when it has one)
-  name-only                        otherwise, the few symbols anywhere with that name,
-                                   kept as low-confidence edges
+  name-only                        otherwise, the few symbols anywhere with that name
+                                   (the original name of an alias), kept as
+                                   low-confidence edges
 For ``recv.name(...)``: ``self``/``this`` walks the enclosing class and its bases
 (self-method, base-method), ``super()`` the bases (super-method), an imported module
 its top level (module-attr), a class its members (class-attr), a variable with a known
@@ -80,6 +81,8 @@ class Resolver:
         for cid, name, receiver in code_graph.bases_for_resolver(conn, tree_id):
             self.base_refs[cid].append((name, receiver))
         self._bases: dict[int, list[int]] = {}
+        self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
+        self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
         self.types: dict[tuple[int, str], str] = {}
 
     # -- modules and names ------------------------------------------------------
@@ -112,6 +115,14 @@ class Resolver:
 
     def name_in_file(self, fid: int, name: str, depth: int = 0) -> tuple[int, str] | None:
         """Resolve a module-level ``name`` in file ``fid`` through its imports."""
+        if depth:
+            return self._name_in_file(fid, name, depth)
+        key = (fid, name)
+        if key not in self._file_names:
+            self._file_names[key] = self._name_in_file(fid, name, 0)
+        return self._file_names[key]
+
+    def _name_in_file(self, fid: int, name: str, depth: int) -> tuple[int, str] | None:
         binding = self.bindings.get(fid, {}).get(name)
         if binding is not None:
             module, orig, kind = binding
@@ -196,12 +207,20 @@ class Resolver:
 
     def member(self, cid: int, name: str, depth: int = 0) -> tuple[int, int] | None:
         """(symbol, inheritance depth) of ``name`` on class ``cid`` or its bases."""
+        if depth:
+            return self._member(cid, name, depth)
+        key = (cid, name)
+        if key not in self._members:
+            self._members[key] = self._member(cid, name, 0)
+        return self._members[key]
+
+    def _member(self, cid: int, name: str, depth: int) -> tuple[int, int] | None:
         found = self.children.get((cid, name))
         if found:
             return found[-1], depth
         if depth < 8:
             for base in self.bases(cid):
-                hit = self.member(base, name, depth + 1)
+                hit = self._member(base, name, depth + 1)
                 if hit is not None:
                     return hit
         return None
@@ -309,7 +328,7 @@ class Resolver:
                 if hit is not None:
                     out.append((ref_id, src, hit[0], "call", hit[1], CONFIDENCE[hit[1]], fid, line))
                 else:
-                    for dst, rule, conf in self._name_only(fid, name, receiver is not None):
+                    for dst, rule, conf in self._name_only(fid, key, receiver is not None):
                         if dst != src:
                             out.append((ref_id, src, dst, "call", rule, conf, fid, line))
             elif kind == "base":

@@ -20,6 +20,24 @@ import orjson
 from marm.config import derived_path
 from marm.store import derived
 
+#: Secondary indexes; a large rebuild drops them and builds them again after the bulk
+#: insert, which is several times faster than updating them row by row.
+INDEXES = (
+    "CREATE INDEX code_symbols_name ON code_symbols (tree_id, name)",
+    "CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname)",
+    "CREATE INDEX code_symbols_file ON code_symbols (file_id)",
+    "CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC)",
+    "CREATE INDEX code_imports_module ON code_imports (tree_id, module)",
+    "CREATE INDEX code_imports_file ON code_imports (file_id)",
+    "CREATE INDEX code_refs_key ON code_refs (tree_id, key)",
+    "CREATE INDEX code_refs_file ON code_refs (file_id)",
+    "CREATE INDEX code_types_file ON code_types (file_id)",
+    "CREATE INDEX code_edges_src ON code_edges (src_id)",
+    "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
+    "CREATE INDEX code_edges_ref ON code_edges (ref_id)",
+)
+
+
 PART = derived.SchemaPart(
     name="code",
     version=1,
@@ -38,34 +56,31 @@ PART = derived.SchemaPart(
         parent_id INTEGER, name TEXT NOT NULL, qname TEXT NOT NULL, kind TEXT NOT NULL,
         line INTEGER NOT NULL, end_line INTEGER NOT NULL, signature TEXT NOT NULL,
         rank REAL NOT NULL DEFAULT 0);
-    CREATE INDEX code_symbols_name ON code_symbols (tree_id, name);
-    CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname);
-    CREATE INDEX code_symbols_file ON code_symbols (file_id);
-    CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC);
     CREATE TABLE code_imports (
         tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL, local TEXT, module TEXT NOT NULL,
         name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
-    CREATE INDEX code_imports_module ON code_imports (tree_id, module);
-    CREATE INDEX code_imports_file ON code_imports (file_id);
     CREATE TABLE code_refs (
         id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
         src_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
         receiver TEXT, line INTEGER NOT NULL);
-    CREATE INDEX code_refs_key ON code_refs (tree_id, key);
-    CREATE INDEX code_refs_name ON code_refs (tree_id, name);
-    CREATE INDEX code_refs_file ON code_refs (file_id);
     CREATE TABLE code_types (
         file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
-    CREATE INDEX code_types_file ON code_types (file_id);
     CREATE TABLE code_edges (
         tree_id INTEGER NOT NULL, ref_id INTEGER NOT NULL, src_id INTEGER NOT NULL,
         dst_id INTEGER NOT NULL, kind TEXT NOT NULL, rule TEXT NOT NULL, confidence REAL NOT NULL,
         file_id INTEGER NOT NULL, line INTEGER NOT NULL);
-    CREATE INDEX code_edges_src ON code_edges (src_id);
-    CREATE INDEX code_edges_dst ON code_edges (dst_id);
-    CREATE INDEX code_edges_ref ON code_edges (ref_id);
-    """,
+    """ + "".join(f"{ddl};\n" for ddl in INDEXES),
 )
+
+
+def drop_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[2]}")
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in INDEXES:
+        conn.execute(ddl.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
 
 
 def connect(home: Path) -> sqlite3.Connection:
@@ -280,7 +295,7 @@ def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
 
 def affected_refs(conn: sqlite3.Connection, tree_id: int, file_ids: Iterable[int], names: Iterable[str],
                   ref_ids: Iterable[int]) -> list[tuple]:
-    """Refs in ``file_ids``, refs whose name or key is in ``names``, and ``ref_ids``."""
+    """Refs in ``file_ids``, refs whose key is in ``names``, and ``ref_ids``."""
     out: dict[int, tuple] = {}
     ids = _ids(conn, file_ids)
     for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE file_id IN ({ids})"):
@@ -291,10 +306,9 @@ def affected_refs(conn: sqlite3.Connection, tree_id: int, file_ids: Iterable[int
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM tmp_names")
     conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
-    for column in ("key", "name"):
-        for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND {column} IN"
-                              " (SELECT name FROM temp.tmp_names)", (tree_id,)):
-            out[r[0]] = r
+    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND key IN"
+                          " (SELECT name FROM temp.tmp_names)", (tree_id,)):
+        out[r[0]] = r
     return list(out.values())
 
 
@@ -356,9 +370,15 @@ def edge_weights(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, int,
                         (tree_id,)).fetchall()
 
 
-def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[float, int]]) -> None:
-    conn.execute("UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0", (tree_id,))
-    conn.executemany("UPDATE code_symbols SET rank = ? WHERE id = ?", ranks)
+def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
+    """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_rank (id INTEGER PRIMARY KEY, rank REAL)")
+    conn.execute("DELETE FROM tmp_rank")
+    conn.executemany("INSERT INTO tmp_rank VALUES (?, ?)", ranks)
+    conn.execute("UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0"
+                 " AND id NOT IN (SELECT id FROM temp.tmp_rank)", (tree_id,))
+    conn.execute("UPDATE code_symbols SET rank = t.rank FROM temp.tmp_rank t WHERE code_symbols.id = t.id"
+                 " AND code_symbols.rank != t.rank")
 
 
 # -- queries -----------------------------------------------------------------------
