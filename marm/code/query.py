@@ -20,6 +20,7 @@ from marm.store.code_graph import SymbolRow
 SNIPPET_LINES = 12
 TRACE_MAX_NODES = 200
 IMPACT_MAX = 100
+IMPACT_EDGES_PER_LEVEL = 5_000
 _ENTRY_NAMES = ("main", "__main__", "cli", "app", "run", "serve", "server")
 _ENTRY_FILES = frozenset({"__main__", "main", "cli", "index", "app", "server", "manage", "setup"})
 
@@ -87,7 +88,7 @@ def trace(conn, tree_id: int, targets: list[SymbolRow], direction: str, depth: i
             for level in range(1, depth + 1):
                 if not frontier or len(steps) >= TRACE_MAX_NODES:
                     break
-                edges = code_graph.edges_touching(conn, frontier, way, ("call",))
+                edges = code_graph.edges_touching(conn, frontier, way, ("call",), limit=2 * TRACE_MAX_NODES)
                 others = {e.dst_id if way == "callees" else e.src_id for e in edges}
                 rows = code_graph.symbols_by_id(conn, others)
                 nxt: dict[int, int] = {}
@@ -127,10 +128,11 @@ def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Imp
     frontier = {t.id: 1.0 for t in targets}
     seen = set(frontier)
     for level in range(1, depth + 1):
-        if not frontier:
-            break
+        if not frontier or len(best) >= IMPACT_MAX:
+            break    # ranked by distance first: a farther level cannot enter the top
         nxt: dict[int, float] = {}
-        for e in code_graph.edges_touching(conn, frontier, "callers", ("call", "import", "inherit")):
+        for e in code_graph.edges_touching(conn, frontier, "callers", ("call", "import", "inherit"),
+                                           limit=IMPACT_EDGES_PER_LEVEL):
             if e.src_id in seen and e.src_id not in nxt:
                 continue
             conf = frontier[e.dst_id] * e.confidence

@@ -40,13 +40,14 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=1,
+    version=2,
     tables=("code_edges", "code_types", "code_refs", "code_imports", "code_symbols", "code_files",
             "code_trees"),
     ddl="""
     CREATE TABLE code_trees (
         id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE, indexed_at TEXT,
-        files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0);
+        files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0,
+        edges INTEGER NOT NULL DEFAULT 0, unranked INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE code_files (
         id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, path TEXT NOT NULL, lang TEXT,
         module TEXT, size INTEGER, mtime_ns INTEGER, hash TEXT, lines INTEGER NOT NULL DEFAULT 0,
@@ -137,11 +138,25 @@ def trees(conn: sqlite3.Connection) -> list[Tree]:
         "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root")]
 
 
-def finish_tree(conn: sqlite3.Connection, tree_id: int, at: str) -> None:
+def finish_tree(conn: sqlite3.Connection, tree_id: int, at: str, edges_delta: int | None = None) -> None:
+    """Refresh the tree's totals; ``edges_delta`` (None: unchanged) moves the edge count."""
     conn.execute(
         "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
         " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
-        " WHERE tree_id = ?) WHERE id = ?", (at, tree_id, tree_id, tree_id))
+        " WHERE tree_id = ?), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"
+        " WHERE id = ?", (at, tree_id, tree_id, edges_delta, edges_delta, tree_id))
+
+
+def ranking_due(conn: sqlite3.Connection, tree_id: int, changed_edges: int, share: float) -> bool:
+    """Add ``changed_edges`` to the edges changed since the last ranking; True when they
+    reach ``share`` of the tree's edges (then the caller ranks and calls ``ranked``)."""
+    conn.execute("UPDATE code_trees SET unranked = unranked + ? WHERE id = ?", (changed_edges, tree_id))
+    unranked, edges = conn.execute("SELECT unranked, edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()
+    return unranked > 0 and unranked >= share * edges
+
+
+def ranked(conn: sqlite3.Connection, tree_id: int, edges: int) -> None:
+    conn.execute("UPDATE code_trees SET unranked = 0, edges = ? WHERE id = ?", (edges, tree_id))
 
 
 def file_states(conn: sqlite3.Connection, tree_id: int) -> dict[str, FileState]:
@@ -169,16 +184,19 @@ def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
     return "SELECT id FROM temp.tmp_ids"
 
 
-def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> None:
-    """Remove files and everything parsed from them, and every edge into or out of them."""
+def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
+    """Remove files and everything parsed from them, and every edge into or out of them
+    (returns how many edges went)."""
     if not file_ids:
-        return
+        return 0
     ids = _ids(conn, file_ids)
-    conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})")
-    conn.execute(f"DELETE FROM code_edges WHERE dst_id IN (SELECT id FROM code_symbols WHERE file_id IN ({ids}))")
+    gone = conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})").rowcount
+    gone += conn.execute(f"DELETE FROM code_edges WHERE dst_id IN"
+                         f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))").rowcount
     for table in ("code_types", "code_refs", "code_imports", "code_symbols"):
         conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
     conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
+    return gone
 
 
 def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
@@ -349,9 +367,9 @@ def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:
         f" WHERE s.file_id IN ({ids})")}
 
 
-def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> None:
+def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> int:
     ids = _ids(conn, ref_ids)
-    conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})")
+    return conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})").rowcount
 
 
 def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
@@ -466,15 +484,16 @@ class EdgeRow:
 
 
 def edges_touching(conn: sqlite3.Connection, ids: Iterable[int], direction: str,
-                   kinds: tuple[str, ...]) -> list[EdgeRow]:
-    """Edges out of (``callees``) or into (``callers``) the given symbols."""
+                   kinds: tuple[str, ...], limit: int = 100_000) -> list[EdgeRow]:
+    """Edges out of (``callees``) or into (``callers``) the given symbols, the most
+    confident first."""
     idl = _ids(conn, ids)
     column = "src_id" if direction == "callees" else "dst_id"
     marks = ",".join("?" * len(kinds))
     return [EdgeRow(*r) for r in conn.execute(
         f"SELECT e.src_id, e.dst_id, e.kind, e.rule, e.confidence, f.path, e.line FROM code_edges e"
         f" JOIN code_files f ON f.id = e.file_id WHERE e.{column} IN ({idl}) AND e.kind IN ({marks})"
-        " ORDER BY e.confidence DESC, f.path, e.line", kinds)]
+        " ORDER BY e.confidence DESC, f.path, e.line LIMIT ?", (*kinds, limit))]
 
 
 def symbols_at(conn: sqlite3.Connection, tree_id: int, path: str, lines: Iterable[int]) -> list[int]:
@@ -515,7 +534,7 @@ def counts(conn: sqlite3.Connection, tree_id: int) -> dict[str, int]:
     return {
         "symbols": one("SELECT count(*) FROM code_symbols WHERE tree_id = ? AND kind != 'module'",
                        (tree_id,)).fetchone()[0],
-        "edges": one("SELECT count(*) FROM code_edges WHERE tree_id = ?", (tree_id,)).fetchone()[0],
+        "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
     }
 
 

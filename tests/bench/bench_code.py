@@ -1,0 +1,181 @@
+"""Benchmark the code graph on real trees (not collected by pytest).
+
+    python tests/bench/bench_code.py [--json] [--runs N] [REPO ...]
+
+Without REPO: the standard library of this interpreter, and the TypeScript sources of
+an npm package (``rxjs``) installed into a temporary directory at run time (skipped
+when npm is missing or offline). Every tree is copied into a temporary git repository
+first: real trees are never modified. Per tree it measures a full index (one worker,
+so one core, and the default worker count), a no-change re-index, a one-file edit
+re-index, each query op in process, and the size of ``derived.db``. Medians over
+``--runs``; the last line printed is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from marm.code.index import default_workers, index_tree  # noqa: E402
+from marm.ops import code as code_ops  # noqa: E402
+from marm.ops.context import Ctx  # noqa: E402
+from marm.store import code_graph  # noqa: E402
+
+_IGNORE = shutil.ignore_patterns("site-packages", "__pycache__", "node_modules", ".git", "*.pyc")
+
+
+def stdlib() -> Path:
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def npm_project(scratch: Path, package: str = "rxjs@7") -> Path | None:
+    if shutil.which("npm") is None:
+        return None
+    target = scratch / "npm"
+    target.mkdir()
+    out = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix",
+                          str(target), package], capture_output=True, timeout=300)
+    src = target / "node_modules" / package.split("@")[0] / "src"
+    return src if out.returncode == 0 and src.is_dir() else None
+
+
+def copy_repo(source: Path, scratch: Path, name: str) -> Path:
+    dest = scratch / name
+    shutil.copytree(source, dest, ignore=_IGNORE, symlinks=True)
+    subprocess.run(["git", "init", "-q", str(dest)], check=True)
+    return dest.resolve()
+
+
+def timed(fn) -> tuple[float, float, object]:
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 4)
+
+
+def db_size(home: Path) -> int:
+    return sum(os.path.getsize(p) for p in home.glob("derived.db*"))
+
+
+def full_index(root: Path, scratch: Path, workers: int, runs: int) -> dict:
+    walls, cpus, report = [], [], None
+    for i in range(runs):
+        home = scratch / f"home-{root.name}-{workers}-{i}"
+        conn = code_graph.connect(home)
+        wall, cpu, report = timed(lambda: index_tree(conn, root, workers=workers))
+        conn.close()
+        walls.append(wall)
+        cpus.append(cpu)
+    wall, cpu = statistics.median(walls), statistics.median(cpus)
+    return {"workers": workers, "wall_s": round(wall, 3), "cpu_s_main_process": round(cpu, 3),
+            "files": report.parsed, "lines": report.lines_parsed,
+            "files_per_s": round(report.parsed / wall), "lines_per_s": round(report.lines_parsed / wall),
+            "edges": report.edges, "skipped": len(report.skipped), "partial": len(report.partial),
+            "home": str(scratch / f"home-{root.name}-{workers}-0")}
+
+
+def pick_edit_file(root: Path) -> Path:
+    """A mid-sized source file of the tree (deterministic)."""
+    sizes = sorted((p.stat().st_size, str(p)) for p in root.rglob("*")
+                   if p.suffix in (".py", ".ts") and p.is_file() and 2_000 < p.stat().st_size < 40_000)
+    return Path(sizes[len(sizes) // 2][1])
+
+
+def bench_tree(name: str, source: Path, scratch: Path, runs: int) -> dict:
+    root = copy_repo(source, scratch, name)
+    one = full_index(root, scratch, 1, runs)
+    auto = full_index(root, scratch, default_workers(), runs) if default_workers() > 1 else one
+    home = Path(one["home"])
+    conn = code_graph.connect(home)
+    nochange = [timed(lambda: index_tree(conn, root))[0] for _ in range(max(runs, 5))]
+    target = pick_edit_file(root)
+    edits = []
+    for i in range(max(runs, 5)):
+        with open(target, "a", encoding="utf-8") as fh:
+            fh.write("\n\ndef bench_added_%d():\n    return %d\n" % (i, i) if target.suffix == ".py"
+                     else "\n\nexport function benchAdded%d(): number { return %d; }\n" % (i, i))
+        wall, _, report = timed(lambda: index_tree(conn, root))
+        assert report.parsed == 1, report
+        edits.append(wall)
+    tree = code_graph.tree(conn, str(root))
+    central = code_graph.top_ranked(conn, tree.id, 1, kinds=("function", "method"))[0]
+    conn.close()
+    ctx = Ctx(source="cli", cwd=root, env={**os.environ, "MARM_HOME": str(home)})
+    queries = {
+        "lookup": lambda: code_ops.code_lookup(ctx, central.name),
+        "trace": lambda: code_ops.code_trace(ctx, central.qname, "both", 2),
+        "architecture": lambda: code_ops.code_architecture(ctx),
+        "impact": lambda: code_ops.code_impact(ctx, central.qname, None, 3),
+    }
+    latency = {}
+    for qname, fn in queries.items():
+        fn()
+        latency[qname + "_ms"] = median([timed(fn)[0] * 1000 for _ in range(20)])
+    ctx.close()
+    return {
+        "tree": name, "full_index_one_worker": one, "full_index_default_workers": auto,
+        "one_core_lines_per_cpu_s": round(one["lines"] / one["cpu_s_main_process"]),
+        "nochange_reindex_s": median(nochange), "one_file_edit_reindex_s": median(edits),
+        "edited_file": str(target.relative_to(root)), "query_latency": latency,
+        "central_symbol": central.qname, "derived_db_bytes": db_size(home),
+    }
+
+
+def show(r: dict) -> None:
+    one, auto = r["full_index_one_worker"], r["full_index_default_workers"]
+    print(f"== {r['tree']}: {one['files']} files, {one['lines']} lines, {one['edges']} edges "
+          f"({one['skipped']} skipped, {one['partial']} partial)")
+    print(f"  full index, 1 worker : {one['wall_s']:.2f}s wall = {one['files_per_s']} files/s, "
+          f"{one['lines_per_s']} lines/s ({r['one_core_lines_per_cpu_s']} lines per CPU-second)")
+    print(f"  full index, {auto['workers']} workers: {auto['wall_s']:.2f}s wall = {auto['files_per_s']} files/s, "
+          f"{auto['lines_per_s']} lines/s")
+    print(f"  no-change re-index   : {r['nochange_reindex_s'] * 1000:.0f} ms")
+    print(f"  one-file edit        : {r['one_file_edit_reindex_s'] * 1000:.0f} ms ({r['edited_file']})")
+    print("  queries (in process): " + ", ".join(f"{k[:-3]} {v:.1f} ms" for k, v in r["query_latency"].items()))
+    print(f"  derived.db           : {r['derived_db_bytes'] / 1e6:.1f} MB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("repos", nargs="*", type=Path)
+    parser.add_argument("--json", action="store_true", help="(kept for symmetry: the last line is JSON)")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="marm-bench-code-") as tmp:
+        scratch = Path(tmp)
+        trees: list[tuple[str, Path]] = [(p.resolve().name or "repo", p.resolve()) for p in args.repos]
+        if not trees:
+            trees.append(("python-stdlib", stdlib()))
+            ts = npm_project(scratch)
+            if ts is None:
+                print("(npm unavailable: TypeScript tree skipped)")
+            else:
+                trees.append(("rxjs-src", ts))
+        for i, (name, source) in enumerate(trees):
+            r = bench_tree(f"{i}-{name}", source, scratch, args.runs)
+            show(r)
+            results.append(r)
+    for r in results:
+        for key in ("full_index_one_worker", "full_index_default_workers"):
+            r[key].pop("home", None)
+    print(json.dumps({"bench": "code", "python": sys.version.split()[0], "cpus": os.cpu_count(),
+                      "load_avg_1m": round(os.getloadavg()[0], 2), "trees": results}))
+
+
+if __name__ == "__main__":
+    main()
