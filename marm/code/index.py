@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +34,9 @@ PARALLEL_MIN_FILES = 300
 #: A full build of at least this many files drops the secondary indexes and builds
 #: them again afterwards (much faster than maintaining them row by row).
 BULK_MIN_FILES = 500
+#: Up to this many refs to re-resolve, the resolver reads symbols on demand instead of
+#: loading the whole tree.
+LAZY_MAX_REFS = 20_000
 #: Centrality is recomputed once the edges changed since the last ranking reach this
 #: share of all edges: a one-line edit in a large tree does not pay a whole PageRank,
 #: and ranks never drift far.
@@ -105,13 +109,16 @@ def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = No
         todo: list[tuple[str, bytes, str, int, int, str]] = []
         touched = []
         skipped = []
+        base = str(root) + os.sep
+        present = set()
         for path, lang in listed:
             try:
-                st = os.stat(root / path)
+                st = os.stat(base + path)
             except OSError:
                 continue
-            if not os.path.isfile(root / path):
+            if not stat.S_ISREG(st.st_mode):
                 continue
+            present.add(path)
             old = known.get(path)
             if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
                 report.unchanged += 1
@@ -121,7 +128,8 @@ def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = No
                                 " (generated?)"))
                 continue
             try:
-                data = (root / path).read_bytes()
+                with open(base + path, "rb") as fh:
+                    data = fh.read()
             except OSError as exc:
                 skipped.append((path, lang, st, None, f"unreadable: {exc.strerror}"))
                 continue
@@ -136,8 +144,7 @@ def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = No
                 continue
             todo.append((path, data, lang, st.st_size, st.st_mtime_ns, digest))
         code_graph.touch_files(conn, touched)
-        present = {p for p, _ in listed}
-        gone = [p for p in known if p not in present or not (root / p).is_file()]
+        gone = [p for p in known if p not in present]
         replaced = [known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone
                     if p in known]
         report.deleted = len([p for p in gone if p in known])
@@ -193,7 +200,7 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
             full = True
         else:
             removed += code_graph.delete_edges_of_refs(conn, [r[0] for r in refs])
-    rows = Resolver(conn, tree_id).edges(refs)
+    rows = Resolver(conn, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS).edges(refs)
     code_graph.add_edges(conn, tree_id, rows)
     report.refs_resolved = len(refs)
     report.edges = len(rows)

@@ -36,11 +36,33 @@ _NAME_ONLY_MAX = 3
 _CALLABLE = frozenset({"function", "class", "method", "struct", "interface", "trait", "enum", "type"})
 
 
-class Resolver:
-    """An in-memory view of one tree's symbols and imports, built from the store."""
+class _Table(dict):
+    """A dict that fills a missing key from ``load`` (lazy mode) or answers ``default()``
+    without storing it (a preloaded, complete table)."""
 
-    def __init__(self, conn, tree_id: int) -> None:
+    def __init__(self, load, default) -> None:
+        super().__init__()
+        self._load = load
+        self._default = default
+
+    def __missing__(self, key):
+        if self._load is None:
+            return self._default()
+        value = self[key] = self._load(key)
+        return value
+
+    def get(self, key, default=None):  # noqa: ARG002 - a table always has an answer
+        return self[key]
+
+
+class Resolver:
+    """A view of one tree's symbols and imports. ``lazy`` loads only what the refs being
+    resolved touch (an incremental run over a few files); otherwise everything is read
+    at once (a full build). Both answer identically."""
+
+    def __init__(self, conn, tree_id: int, lazy: bool = False) -> None:
         self.conn = conn
+        self.tree_id = tree_id
         self.file_lang: dict[int, str] = {}
         self.exports: dict[int, set[str] | None] = {}
         self.file_module: dict[int, str] = {}
@@ -55,35 +77,62 @@ class Resolver:
                 parts = module.split(sep)
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
-        self.sym: dict[int, tuple[int, int | None, str, str]] = {}
-        self.children: dict[tuple[int, str], list[int]] = defaultdict(list)
-        self.functions: dict[str, list[int]] = defaultdict(list)   # callables but methods
-        self.methods: dict[str, list[int]] = defaultdict(list)
-        self.module_sym: dict[int, int] = {}
-        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(conn, tree_id):
-            self.sym[sid] = (fid, parent, name, kind)
-            if kind == "module":
-                self.module_sym[fid] = sid
-            else:
-                self.children[(parent, name)].append(sid)
-                if kind == "method":
-                    self.methods[name].append(sid)
-                elif kind in _CALLABLE:
-                    self.functions[name].append(sid)
-        self.bindings: dict[int, dict[str, tuple[str, str | None, str]]] = defaultdict(dict)
-        self.stars: dict[int, list[str]] = defaultdict(list)
-        for fid, local, module, name, kind in code_graph.imports_for_resolver(conn, tree_id):
-            if kind == "star":
-                self.stars[fid].append(module)
-            elif local:
-                self.bindings[fid][local] = (module, name, kind)
-        self.base_refs: dict[int, list[tuple[str, str | None]]] = defaultdict(list)
-        for cid, name, receiver in code_graph.bases_for_resolver(conn, tree_id):
-            self.base_refs[cid].append((name, receiver))
+        pick = (lambda loader: loader) if lazy else (lambda loader: None)
+        self.sym = _Table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self._named = _Table(pick(self._load_named), list)
+        self.children = _Table(pick(lambda key: [s for s, _, p, k in self._named[key[1]]
+                                                 if p == key[0] and k != "module"]), list)
+        self.functions = _Table(pick(lambda name: [s for s, _, _, k in self._named[name]
+                                                   if k in _CALLABLE and k != "method"]), list)
+        self.methods = _Table(pick(lambda name: [s for s, _, _, k in self._named[name]
+                                                 if k == "method"]), list)
+        self.module_sym = _Table(pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None)
+        self.bindings = _Table(pick(lambda fid: self._load_imports(fid)[0]), dict)
+        self.stars = _Table(pick(lambda fid: self._load_imports(fid)[1]), list)
+        self.base_refs = _Table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        if not lazy:
+            self._preload()
         self._bases: dict[int, list[int]] = {}
         self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
         self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
         self.types: dict[tuple[int, str], str] = {}
+
+    def _preload(self) -> None:
+        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(self.conn, self.tree_id):
+            self.sym[sid] = (fid, parent, name, kind)
+            if kind == "module":
+                self.module_sym[fid] = sid
+                continue
+            self.children.setdefault((parent, name), []).append(sid)
+            if kind == "method":
+                self.methods.setdefault(name, []).append(sid)
+            elif kind in _CALLABLE:
+                self.functions.setdefault(name, []).append(sid)
+        for fid, local, module, name, kind in code_graph.imports_for_resolver(self.conn, self.tree_id):
+            if kind == "star":
+                self.stars.setdefault(fid, []).append(module)
+            elif local:
+                self.bindings.setdefault(fid, {})[local] = (module, name, kind)
+        for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+            self.base_refs.setdefault(cid, []).append((name, receiver))
+
+    def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
+        rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
+        for sid, fid, parent, kind in rows:
+            dict.setdefault(self.sym, sid, (fid, parent, name, kind))
+        return rows
+
+    def _load_imports(self, fid: int) -> tuple[dict, list]:
+        bindings: dict[str, tuple[str, str | None, str]] = {}
+        stars: list[str] = []
+        for local, module, name, kind in code_graph.imports_of(self.conn, fid):
+            if kind == "star":
+                stars.append(module)
+            elif local:
+                bindings[local] = (module, name, kind)
+        dict.__setitem__(self.bindings, fid, bindings)
+        dict.__setitem__(self.stars, fid, stars)
+        return bindings, stars
 
     # -- modules and names ------------------------------------------------------
 
@@ -154,12 +203,12 @@ class Resolver:
         return None
 
     def _default(self, target: int, local: str) -> int | None:
+        """What a default import binds: the same name, else the file's only top-level
+        class or function."""
         found = self.top(target, local)
         if found is not None:
             return found
-        msym = self.module_sym.get(target)
-        tops = [s for (p, _), ids in self.children.items() if p == msym for s in ids
-                if self.sym[s][3] in ("class", "function")] if msym is not None else []
+        tops = code_graph.top_level(self.conn, target, ("class", "function"))
         return tops[0] if len(tops) == 1 else None
 
     def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:

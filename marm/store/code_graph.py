@@ -31,6 +31,7 @@ INDEXES = (
     "CREATE INDEX code_imports_file ON code_imports (file_id)",
     "CREATE INDEX code_refs_key ON code_refs (tree_id, key)",
     "CREATE INDEX code_refs_file ON code_refs (file_id)",
+    "CREATE INDEX code_refs_base ON code_refs (src_id) WHERE kind = 'base'",
     "CREATE INDEX code_types_file ON code_types (file_id)",
     "CREATE INDEX code_edges_src ON code_edges (src_id)",
     "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
@@ -40,7 +41,7 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=2,
+    version=3,
     tables=("code_edges", "code_types", "code_refs", "code_imports", "code_symbols", "code_files",
             "code_trees"),
     ddl="""
@@ -282,20 +283,53 @@ def files_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
 
 def symbols_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     """(id, file_id, parent_id, name, kind) of every symbol."""
-    return conn.execute("SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ?",
-                        (tree_id,)).fetchall()
+    return conn.execute("SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ?"
+                        " ORDER BY id", (tree_id,)).fetchall()
 
 
 def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     """(file_id, local, module, name, kind) in statement order."""
     return conn.execute("SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
-                        " ORDER BY file_id, line", (tree_id,)).fetchall()
+                        " ORDER BY file_id, line, rowid", (tree_id,)).fetchall()
 
 
 def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     """(class id, base name, receiver) of every base-class reference."""
-    return conn.execute("SELECT src_id, name, receiver FROM code_refs WHERE tree_id = ? AND kind = 'base'"
+    return conn.execute("SELECT src_id, name, receiver FROM code_refs WHERE kind = 'base' AND tree_id = ?"
                         " ORDER BY id", (tree_id,)).fetchall()
+
+
+def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
+    """(file_id, parent_id, name, kind) of one symbol."""
+    return conn.execute("SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)).fetchone()
+
+
+def symbols_with_name(conn: sqlite3.Connection, tree_id: int, name: str) -> list[tuple]:
+    """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
+    return conn.execute("SELECT id, file_id, parent_id, kind FROM code_symbols WHERE tree_id = ? AND name = ?"
+                        " ORDER BY id", (tree_id, name)).fetchall()
+
+
+def module_symbol(conn: sqlite3.Connection, file_id: int) -> int | None:
+    row = conn.execute("SELECT id FROM code_symbols WHERE file_id = ? AND kind = 'module'", (file_id,)).fetchone()
+    return None if row is None else row[0]
+
+
+def top_level(conn: sqlite3.Connection, file_id: int, kinds: tuple[str, ...]) -> list[int]:
+    return [r[0] for r in conn.execute(
+        f"SELECT s.id FROM code_symbols s JOIN code_symbols m ON m.id = s.parent_id AND m.kind = 'module'"
+        f" WHERE s.file_id = ? AND s.kind IN ({','.join('?' * len(kinds))}) ORDER BY s.id", (file_id, *kinds))]
+
+
+def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
+    """(local, module, name, kind) of one file, in statement order."""
+    return conn.execute("SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
+                        (file_id,)).fetchall()
+
+
+def bases_of(conn: sqlite3.Connection, class_id: int) -> list[tuple]:
+    return conn.execute("SELECT name, receiver FROM code_refs WHERE src_id = ? AND kind = 'base' ORDER BY id",
+                        (class_id,)).fetchall()
 
 
 def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
