@@ -18,15 +18,14 @@ MAX_BYTES = 2_000_000
 
 
 def repo_root(path: Path) -> Path:
-    """The top-level of the git work tree containing ``path``."""
-    try:
-        out = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise BadInput(f"cannot run git in {path}: {exc}") from None
-    if out.returncode != 0:
-        raise BadInput(f"{path} is not inside a git repository")
-    return Path(out.stdout.strip()).resolve()
+    """The top-level of the git work tree containing ``path`` (a linked worktree is a
+    tree of its own: its files differ from the main one's). No subprocess: queries
+    call this on every invocation."""
+    here = path.resolve()
+    for candidate in (here, *here.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    raise BadInput(f"{path} is not inside a git repository")
 
 
 def source_files(root: Path) -> list[tuple[str, str]]:

@@ -220,8 +220,9 @@ def package_table(conn, tree_id: int, limit: int) -> tuple[list[Package], Counte
 
 def entry_points(conn, tree_id: int, limit: int) -> list[SymbolRow]:
     rows = code_graph.top_ranked(conn, tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method"))
-    modules = [r for r in code_graph.top_ranked(conn, tree_id, 10_000, kinds=("module",))
-               if posixpath.splitext(posixpath.basename(r.path))[0] in _ENTRY_FILES]
+    wanted = [sid for sid, path in code_graph.module_files(conn, tree_id)
+              if posixpath.splitext(posixpath.basename(path))[0] in _ENTRY_FILES]
+    modules = list(code_graph.symbols_by_id(conn, wanted).values())
     seen, out = set(), []
     for r in sorted(modules, key=lambda r: (r.path.count("/"), r.path)) + rows:
         if r.id not in seen:

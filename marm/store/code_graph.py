@@ -41,14 +41,15 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=3,
+    version=4,
     tables=("code_edges", "code_types", "code_refs", "code_imports", "code_symbols", "code_files",
             "code_trees"),
     ddl="""
     CREATE TABLE code_trees (
         id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE, indexed_at TEXT,
         files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0,
-        edges INTEGER NOT NULL DEFAULT 0, unranked INTEGER NOT NULL DEFAULT 0);
+        symbols INTEGER NOT NULL DEFAULT 0, edges INTEGER NOT NULL DEFAULT 0,
+        unranked INTEGER NOT NULL DEFAULT 0);
     CREATE TABLE code_files (
         id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, path TEXT NOT NULL, lang TEXT,
         module TEXT, size INTEGER, mtime_ns INTEGER, hash TEXT, lines INTEGER NOT NULL DEFAULT 0,
@@ -144,8 +145,9 @@ def finish_tree(conn: sqlite3.Connection, tree_id: int, at: str, edges_delta: in
     conn.execute(
         "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
         " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
-        " WHERE tree_id = ?), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"
-        " WHERE id = ?", (at, tree_id, tree_id, edges_delta, edges_delta, tree_id))
+        " WHERE tree_id = ?), symbols = (SELECT count(*) FROM code_symbols WHERE tree_id = ?) - (SELECT"
+        " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"
+        " WHERE id = ?", (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id))
 
 
 def ranking_due(conn: sqlite3.Connection, tree_id: int, changed_edges: int, share: float) -> bool:
@@ -469,8 +471,10 @@ def find_symbols(conn: sqlite3.Connection, tree_id: int, query: str, kind: str |
 
     if "." in query or "/" in query:
         take("s.qname = ?", [query])
-        take("s.qname LIKE ? ESCAPE '\\'", ["%." + _like(query)])
-        take("s.qname LIKE ? ESCAPE '\\'", ["%/" + _like(query)])
+        tail = query.replace("/", ".").rsplit(".", 1)[-1]
+        if len(out) < limit and tail:   # the name index narrows, then the dotted tail filters
+            take("s.name = ? AND (s.qname LIKE ? ESCAPE '\\' OR s.qname LIKE ? ESCAPE '\\')",
+                 [tail, "%." + _like(query), "%/" + _like(query)])
     else:
         take("s.name = ? AND s.kind != 'module'", [query])
         take("s.name = ?", [query])
@@ -560,14 +564,19 @@ def top_ranked(conn: sqlite3.Connection, tree_id: int, limit: int, kinds: tuple[
     if names:
         sql += f" AND s.name IN ({','.join('?' * len(names))})"
         args += names
-    return [SymbolRow(*r) for r in conn.execute(sql + " ORDER BY s.rank DESC, f.path LIMIT ?", [*args, limit])]
+    return [SymbolRow(*r) for r in conn.execute(sql + " ORDER BY s.rank DESC, s.id LIMIT ?", [*args, limit])]
+
+
+def module_files(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, str]]:
+    """(module symbol id, path) of every parsed file."""
+    return conn.execute("SELECT s.id, f.path FROM code_files f JOIN code_symbols s ON s.file_id = f.id"
+                        " AND s.kind = 'module' WHERE f.tree_id = ?", (tree_id,)).fetchall()
 
 
 def counts(conn: sqlite3.Connection, tree_id: int) -> dict[str, int]:
     one = conn.execute
     return {
-        "symbols": one("SELECT count(*) FROM code_symbols WHERE tree_id = ? AND kind != 'module'",
-                       (tree_id,)).fetchone()[0],
+        "symbols": one("SELECT symbols FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
         "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
     }
 
