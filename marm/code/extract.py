@@ -73,6 +73,7 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
     refs: list[tuple] = []      # (start, kind, name, receiver, line)
     typed: list[tuple] = []     # (start, var, type)
     import_nodes = []
+    requires = []       # CommonJS: (declarator, source string)
     for _, caps in QueryCursor(query).matches(root):
         if "name" in caps:
             kind = next(k for k in caps if k.startswith("def."))[4:]
@@ -90,6 +91,8 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
                          _receiver(data, receiver[0]) if receiver else None, node.start_point[0] + 1))
         elif "import" in caps:
             import_nodes.append(caps["import"][0])
+        elif "require" in caps and _text(data, caps["require.fn"][0]) == "require":
+            requires.append((caps["require"][0], caps["require.source"][0]))
         elif "var" in caps:
             node = caps["var"][0]
             typed.append((node.start_byte, _text(data, node), _text(data, caps["type"][0])))
@@ -97,10 +100,12 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             facts.exports = [_text(data, n).strip("'\"") for n in caps["all"][0].named_children
                              if n.type == "string"]
     _scope(facts, key, defs, refs, typed)
-    if import_nodes:
+    if import_nodes or requires:
         reader = _py_imports if lang == "python" else _js_imports
         for node in import_nodes:
             facts.imports.extend(reader(data, node, path, key))
+        for node, source in requires:
+            facts.imports.extend(_js_require(data, node, source, path))
         aliases = {local: name for local, _, name, kind, _ in facts.imports
                    if kind == "from" and local and name and local != name}
         if aliases:
@@ -238,6 +243,28 @@ def _js_module(path: str, source: str) -> str:
             target = target[: -len(ext)]
             break
     return target[: -len("/index")] if target.endswith("/index") else target
+
+
+def _js_require(data: bytes, node, source, path: str) -> list[tuple]:
+    """``const x = require("./m")`` binds a module; ``const {a, b: c} = require(...)`` names."""
+    module = _js_module(path, _text(data, source).strip("'\"`"))
+    line = node.start_point[0] + 1
+    target = node.child_by_field_name("name")
+    if target is None:
+        return []
+    if target.type == "identifier":
+        return [(_text(data, target), module, None, "module", line)]
+    out = []
+    if target.type == "object_pattern":
+        for child in target.named_children:
+            if child.type == "shorthand_property_identifier_pattern":
+                name = _text(data, child)
+                out.append((name, module, name, "from", line))
+            elif child.type == "pair_pattern":
+                key, value = child.child_by_field_name("key"), child.child_by_field_name("value")
+                if key is not None and value is not None and value.type == "identifier":
+                    out.append((_text(data, value), module, _text(data, key), "from", line))
+    return out
 
 
 def _js_imports(data: bytes, node, path: str, key: str) -> list[tuple]:

@@ -39,6 +39,8 @@ _JS_COMMON = r"""
 (import_statement) @import
 (export_statement source: (_)) @import
 (variable_declarator name: (identifier) @var value: (new_expression constructor: (identifier) @type))
+(variable_declarator value: (call_expression function: (identifier) @require.fn
+   arguments: (arguments . (string) @require.source))) @require
 """
 
 _JS = _JS_COMMON + r"""
