@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 
 from marm.code.languages import language_of
-from marm.errors import BadInput
+from marm.errors import BadInput, Unavailable
 
 MAX_BYTES = 2_000_000
 
@@ -30,9 +30,12 @@ def repo_root(path: Path) -> Path:
 
 def source_files(root: Path) -> list[tuple[str, str]]:
     """(path relative to ``root``, language) of every source file git knows or would add."""
-    out = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True, timeout=120)
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+            capture_output=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"cannot list the files of {root} with git: {exc}") from None
     if out.returncode != 0:
         raise BadInput(f"git ls-files failed in {root}: {out.stderr.decode(errors='replace').strip()}")
     seen = set()

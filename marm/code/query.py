@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from marm.errors import BadInput, NotFound
+from marm.errors import BadInput, NotFound, Unavailable
 from marm.store import code_graph
 from marm.store.code_graph import SymbolRow
 
@@ -156,8 +156,11 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     """Lines of the work tree changed since ``ref`` (committed or not), per file."""
     if ref.startswith("-"):
         raise BadInput(f"not a git revision: {ref!r}")
-    out = subprocess.run(["git", "-C", str(root), "diff", "--unified=0", "--no-color", "--no-ext-diff",
-                          ref, "--"], capture_output=True, timeout=60)
+    try:
+        out = subprocess.run(["git", "-C", str(root), "diff", "--unified=0", "--no-color", "--no-ext-diff",
+                              ref, "--"], capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"cannot run git diff in {root}: {exc}") from None
     if out.returncode != 0:
         raise BadInput(f"git diff {ref} failed: {out.stderr.decode(errors='replace').strip()}")
     files: dict[str, set[int]] = {}
