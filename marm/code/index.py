@@ -6,9 +6,11 @@
    ``stat`` per file.
 2. Changed files are parsed (over worker processes when there are many) and replace
    their old rows; deleted files are removed.
-3. Only affected refs are re-resolved: those in changed files, those whose name or
-   key is a name the changed files defined before or after, those in files importing
-   a changed module, and those whose edge pointed into a changed file. When a class
+3. Only affected refs are re-resolved: those in changed files, those whose key is a
+   name the changed files defined before or after, those in files importing a changed
+   module (and, when what the changed files define, export or import changed, in files
+   re-exporting from them, transitively), and those whose edge pointed into a changed
+   file. When a class
    hierarchy may have changed (base lists differ, or a base reference elsewhere is
    affected), every ref is re-resolved: method lookups through bases can change far
    away. The result equals a full rebuild (a test checks it).
@@ -34,6 +36,8 @@ PARALLEL_MIN_FILES = 300
 #: A full build of at least this many files drops the secondary indexes and builds
 #: them again afterwards (much faster than maintaining them row by row).
 BULK_MIN_FILES = 500
+#: How many re-export hops an incremental run follows (the resolver follows as many).
+MAX_REEXPORT_DEPTH = 5
 #: Up to this many refs to re-resolve, the resolver reads symbols on demand instead of
 #: loading the whole tree.
 LAZY_MAX_REFS = 20_000
@@ -164,7 +168,7 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     from marm.code.resolve import Resolver
 
     if not full:
-        old_names, old_modules, old_bases = code_graph.file_names(conn, replaced)
+        old = code_graph.shape(conn, replaced)
         into = code_graph.refs_into(conn, replaced)
     removed = code_graph.delete_files(conn, replaced)
     for path, lang, st, digest, note in skipped:
@@ -189,12 +193,14 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     if full:
         refs = written
     else:
-        new_names, new_modules, new_bases = code_graph.file_names(conn, new_ids)
-        suffixes = _suffixes(old_modules | new_modules)
-        importing = code_graph.importers(conn, tree_id, suffixes)
-        refs = code_graph.affected_refs(conn, tree_id, set(new_ids) | importing, old_names | new_names, into)
+        new = code_graph.shape(conn, new_ids)
+        modules = old.modules | new.modules
+        importing = code_graph.importers(conn, tree_id, _suffixes(modules))
+        if old.interface != new.interface:
+            importing |= _reexport_closure(conn, tree_id, modules)
+        refs = code_graph.affected_refs(conn, tree_id, set(new_ids) | importing, old.names | new.names, into)
         changed_files = set(new_ids)
-        if old_bases != new_bases or any(r[3] == "base" and r[1] not in changed_files for r in refs):
+        if old.bases != new.bases or any(r[3] == "base" and r[1] not in changed_files for r in refs):
             code_graph.delete_tree_edges(conn, tree_id)
             refs = code_graph.all_refs(conn, tree_id)
             full = True
@@ -213,6 +219,22 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
             code_graph.ranked(conn, tree_id, _rank(conn, tree_id))
     if bulk:
         code_graph.create_indexes(conn)
+
+
+def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
+    """Files a name from ``modules`` can reach through chains of ``from m import x`` (as
+    far as the resolver follows re-exports): when what a changed file defines, exports
+    or imports changes, a ref several imports away may now resolve differently."""
+    files: set[int] = set()
+    frontier = modules
+    for _ in range(MAX_REEXPORT_DEPTH):
+        found = [(fid, module) for fid, module in code_graph.reexporters(conn, tree_id, _suffixes(frontier))
+                 if fid not in files]
+        if not found:
+            break
+        files.update(fid for fid, _ in found)
+        frontier = {module for _, module in found if module}
+    return files
 
 
 def _suffixes(modules: set[str]) -> set[str]:

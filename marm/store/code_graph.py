@@ -376,23 +376,53 @@ def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) ->
         " (SELECT name FROM temp.tmp_names)", (tree_id,))}
 
 
-def file_names(conn: sqlite3.Connection, file_ids: Sequence[int]) -> tuple[set[str], set[str], set[tuple]]:
-    """Of the given files: symbol names, module keys, and (class qname, base name) pairs."""
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What other files can see of a set of files: enough to decide what to re-resolve."""
+
+    names: set[str]          # defined names and ``__all__`` entries
+    modules: set[str]        # module keys
+    bases: set[tuple]        # (class qname, base name, receiver), and (class qname, None, None)
+    interface: set[tuple]    # (path, what, ...) of definitions, exports and import bindings
+
+
+def shape(conn: sqlite3.Connection, file_ids: Sequence[int]) -> Shape:
     ids = _ids(conn, file_ids)
-    names = {r[0] for r in conn.execute(f"SELECT DISTINCT name FROM code_symbols WHERE file_id IN ({ids})")}
+    names: set[str] = set()
+    interface: set[tuple] = set()
+    for path, name in conn.execute(f"SELECT DISTINCT f.path, s.name FROM code_symbols s JOIN code_files f"
+                                   f" ON f.id = s.file_id WHERE s.file_id IN ({ids})"):
+        names.add(name)
+        interface.add((path, "def", name))
     modules = set()
-    for module, exports in conn.execute(f"SELECT module, exports FROM code_files WHERE id IN ({ids})"):
+    for path, module, exports in conn.execute(f"SELECT path, module, exports FROM code_files WHERE id IN ({ids})"):
         if module:
             modules.add(module)
-        if exports:
-            names.update(orjson.loads(exports))
+        for name in orjson.loads(exports) if exports else ():
+            names.add(name)
+            interface.add((path, "export", name))
+    for row in conn.execute(f"SELECT f.path, i.local, i.module, i.name, i.kind FROM code_imports i"
+                            f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"):
+        interface.add((row[0], "import", *row[1:]))
     bases = set(conn.execute(
         f"SELECT s.qname, r.name, r.receiver FROM code_refs r JOIN code_symbols s ON s.id = r.src_id"
         f" WHERE r.kind = 'base' AND r.file_id IN ({ids})").fetchall())
     classes = {r[0] for r in conn.execute(
         f"SELECT qname FROM code_symbols WHERE file_id IN ({ids}) AND kind IN"
         " ('class', 'interface', 'struct', 'trait', 'type')")}
-    return names, modules, bases | {(c, None, None) for c in classes}
+    return Shape(names, modules, bases | {(c, None, None) for c in classes}, interface)
+
+
+def reexporters(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> list[tuple[int, str]]:
+    """(file id, module key) of files that import names from (or everything from) ``modules``:
+    the files through which a name can travel on to further importers."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+    return conn.execute(
+        "SELECT DISTINCT f.id, f.module FROM code_imports i JOIN code_files f ON f.id = i.file_id"
+        " WHERE i.tree_id = ? AND i.kind IN ('from', 'star') AND i.module IN (SELECT name FROM temp.tmp_names)",
+        (tree_id,)).fetchall()
 
 
 def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:

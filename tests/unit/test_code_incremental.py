@@ -39,6 +39,9 @@ EDITS = {
         ("write", "pkg/util.py", '__all__ = ["helper", "Base"]\n\n\ndef helper(x):\n    return x\n\n\n'
                                  "class Base:\n    def run(self):\n        return 1\n"),
     ],
+    "a re-export chain changes its source": [
+        ("write", "pkg/chain_b.py", "from pkg.chain_a2 import foo\n"),
+    ],
     "the aliased target moves": [
         ("write", "pkg/util.py", 'from pkg.other import helper\n__all__ = ["helper", "Base"]\n\n\n'
                                  "class Base:\n    def run(self):\n        return self.step()\n\n"
@@ -50,9 +53,22 @@ EDITS = {
 }
 
 
+#: Files some cases add before the first index: d imports bar from c, which re-exports
+#: b's foo under that alias, which b imports from a.
+CHAIN = {
+    "pkg/chain_a.py": "def foo():\n    return 1\n",
+    "pkg/chain_a2.py": "def foo():\n    return 2\n",
+    "pkg/chain_b.py": "from pkg.chain_a import foo\n",
+    "pkg/chain_c.py": "from pkg.chain_b import foo as bar\n",
+    "pkg/chain_d.py": "from pkg.chain_c import bar\n\n\ndef use():\n    return bar()\n",
+}
+
+
 @pytest.mark.parametrize("case", list(EDITS))
 def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
     root = write_repo(tmp_path / "repo")
+    for path, text in CHAIN.items():
+        (root / path).write_text(text, encoding="utf-8")
     conn = code_graph.connect(marm_home)
     first = index_tree(conn, root, workers=1)
     before = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
@@ -74,6 +90,10 @@ def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
     assert after["symbols"] == full["symbols"]
     assert after["edges"] == full["edges"]       # ...exactly as a rebuild does
     assert len(after["edges"]) > 10
+    if case == "a re-export chain changes its source":
+        calls = {(a, b) for a, _, b, _, kind, *_ in after["edges"] if kind == "call"}
+        assert ("pkg.chain_d.use", "pkg.chain_a2.foo") in calls
+        assert ("pkg.chain_d.use", "pkg.chain_a.foo") not in calls
 
 
 def test_incremental_edges_follow_the_edit(tmp_path, marm_home):
