@@ -212,7 +212,7 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     report.edges = len(rows)
     if full:
         code_graph.ranked(conn, tree_id, len(rows))     # the count _rank compares against
-        _rank(conn, tree_id)
+        _rank(conn, tree_id, [(r[1], r[2], r[5]) for r in rows])
     else:
         code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
         if code_graph.ranking_due(conn, tree_id, removed + len(rows), RERANK_SHARE):
@@ -246,10 +246,12 @@ def _suffixes(modules: set[str]) -> set[str]:
     return out
 
 
-def _rank(conn, tree_id: int, damping: float = 0.85, rounds: int = 40) -> int:
-    """PageRank over the edges (caller -> callee, importer -> module, class -> base);
-    returns the number of edges."""
-    edges = code_graph.edge_weights(conn, tree_id)
+def _rank(conn, tree_id: int, edges: list[tuple[int, int, float]] | None = None,
+          damping: float = 0.85, rounds: int = 40) -> int:
+    """PageRank over the edges (caller -> callee, importer -> module, class -> base),
+    given as (src, dst, confidence) or read from the store; returns their number."""
+    if edges is None:
+        edges = code_graph.edge_weights(conn, tree_id)
     if not edges:
         code_graph.set_ranks(conn, tree_id, [])
         return 0

@@ -494,7 +494,7 @@ def find_symbols(conn: sqlite3.Connection, tree_id: int, query: str, kind: str |
 
     def take(sql: str, args: list) -> None:
         for r in conn.execute(f"SELECT {_SYM} WHERE s.tree_id = ?{kind_sql} AND {sql}"
-                              " ORDER BY s.rank DESC, f.path, s.line LIMIT ?",
+                              " ORDER BY +s.rank DESC, f.path, s.line LIMIT ?",  # + : filter by name first
                               [tree_id, *extra, *args, limit]):
             if len(out) < limit:
                 out.setdefault(r[0], SymbolRow(*r))
