@@ -80,8 +80,12 @@ def _parse_all(items: list[tuple[str, bytes, str]], workers: int, bar: Any) -> l
             bar.advance(1)
         return out
     import multiprocessing
+    import threading
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    # fork is cheapest, but only safe while this process runs a single thread (an MCP
+    # server runs several): otherwise start clean interpreters
+    single = threading.active_count() == 1
+    method = "fork" if single and "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with multiprocessing.get_context(method).Pool(workers) as pool:
         out = []
         for result in pool.imap(_parse, items, chunksize=16):
