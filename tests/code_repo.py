@@ -11,7 +11,7 @@ from tests.helpers import git_init
 
 FILES = {
     "pkg/__init__.py": "",
-    "pkg/util.py": '''\
+    "pkg/util.py": """\
 __all__ = ["helper", "Base"]
 
 
@@ -29,16 +29,16 @@ class Base:
 
     def step(self):
         return helper(1)
-''',
-    "pkg/other.py": '''\
+""",
+    "pkg/other.py": """\
 def helper(x):
     return x * 2
 
 
 def unrelated():
     return helper(0)
-''',
-    "pkg/models.py": '''\
+""",
+    "pkg/models.py": """\
 from pkg.util import Base
 
 
@@ -48,8 +48,8 @@ class Child(Base):
 
     def go(self):
         return self.run()
-''',
-    "pkg/app.py": '''\
+""",
+    "pkg/app.py": """\
 from pkg.util import helper as h
 from pkg.models import Child
 
@@ -58,15 +58,15 @@ def main():
     h(2)
     c = Child()
     return c.go()
-''',
-    "pkg/starred.py": '''\
+""",
+    "pkg/starred.py": """\
 from pkg.util import *
 
 
 def use_star():
     return helper(5)
-''',
-    "web/src/lib.ts": '''\
+""",
+    "web/src/lib.ts": """\
 export function format(x: number): string {
   return String(x);
 }
@@ -76,13 +76,13 @@ export class Greeter {
     return format(name.length);
   }
 }
-''',
-    "web/src/other.ts": '''\
+""",
+    "web/src/other.ts": """\
 export function format(x: number): string {
   return "other" + x;
 }
-''',
-    "web/src/main.ts": '''\
+""",
+    "web/src/main.ts": """\
 import { format as fmt, Greeter } from "./lib";
 
 export function run(): string {
@@ -90,14 +90,14 @@ export function run(): string {
   g.greet("x");
   return fmt(1);
 }
-''',
-    "web/src/view.tsx": '''\
+""",
+    "web/src/view.tsx": """\
 import { run } from "./main";
 
 export function View() {
   return <div>{run()}</div>;
 }
-''',
+""",
 }
 
 
@@ -114,5 +114,8 @@ def write_repo(root: Path, commit: bool = True) -> Path:
 
 
 def git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-                   check=True, capture_output=True)
+    subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+        check=True,
+        capture_output=True,
+    )

@@ -27,7 +27,9 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
         return {"indexed": 0, "left": 0}
     summary: dict[str, Any] = {"indexed": 0, "left": 0, "failed": {}}
     try:
-        with leases.hold(store, ctx.home, "code-index", holder=f"marm drain ({ctx.source})") as lease:
+        with leases.hold(
+            store, ctx.home, "code-index", holder=f"marm drain ({ctx.source})"
+        ) as lease:
             conn = code_graph.connect(ctx.home)
             try:
                 for repo in dirty:

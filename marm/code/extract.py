@@ -39,7 +39,7 @@ class Facts:
     refs: list[tuple[str, int, str, str, str | None, int]] = field(default_factory=list)
     #: (scope symbol index, variable, type name): typed receivers
     types: list[tuple[int, str, str]] = field(default_factory=list)
-    exports: list[str] | None = None   # Python ``__all__``
+    exports: list[str] | None = None  # Python ``__all__``
 
 
 def module_key(path: str, lang: str) -> str:
@@ -65,15 +65,27 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
     tree = parser.parse(data)
     root = tree.root_node
     key = module_key(path, lang)
-    facts = Facts(module=key, lines=data.count(b"\n") + (0 if data.endswith(b"\n") else 1),
-                  partial=root.has_error)
-    facts.symbols.append((posixpath.basename(key) if "/" in key else key.rsplit(".", 1)[-1] or key,
-                          key, "module", 1, root.end_point[0] + 1, "", -1))
+    facts = Facts(
+        module=key,
+        lines=data.count(b"\n") + (0 if data.endswith(b"\n") else 1),
+        partial=root.has_error,
+    )
+    facts.symbols.append(
+        (
+            posixpath.basename(key) if "/" in key else key.rsplit(".", 1)[-1] or key,
+            key,
+            "module",
+            1,
+            root.end_point[0] + 1,
+            "",
+            -1,
+        )
+    )
     defs: list[tuple] = []
-    refs: list[tuple] = []      # (start, kind, name, receiver, line)
-    typed: list[tuple] = []     # (start, var, type)
+    refs: list[tuple] = []  # (start, kind, name, receiver, line)
+    typed: list[tuple] = []  # (start, var, type)
     import_nodes = []
-    requires = []       # CommonJS: (declarator, source string)
+    requires = []  # CommonJS: (declarator, source string)
     for _, caps in QueryCursor(query).matches(root):
         if "name" in caps:
             kind = next(k for k in caps if k.startswith("def."))[4:]
@@ -81,14 +93,31 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             name = caps["name"][0]
             recv = caps.get("recv")
             bases = caps.get("bases")
-            defs.append((node.start_byte, node.end_byte, kind, _text(data, name), node.start_point[0] + 1,
-                         node.end_point[0] + 1, _signature(data, node), _text(data, recv[0]) if recv else None,
-                         _base_names(data, bases[0]) if bases else ()))
+            defs.append(
+                (
+                    node.start_byte,
+                    node.end_byte,
+                    kind,
+                    _text(data, name),
+                    node.start_point[0] + 1,
+                    node.end_point[0] + 1,
+                    _signature(data, node),
+                    _text(data, recv[0]) if recv else None,
+                    _base_names(data, bases[0]) if bases else (),
+                )
+            )
         elif "callee" in caps:
             node = caps["callee"][0]
             receiver = caps.get("receiver")
-            refs.append((node.start_byte, "call", _text(data, node),
-                         _receiver(data, receiver[0]) if receiver else None, node.start_point[0] + 1))
+            refs.append(
+                (
+                    node.start_byte,
+                    "call",
+                    _text(data, node),
+                    _receiver(data, receiver[0]) if receiver else None,
+                    node.start_point[0] + 1,
+                )
+            )
         elif "import" in caps:
             import_nodes.append(caps["import"][0])
         elif "require" in caps and _text(data, caps["require.fn"][0]) == "require":
@@ -97,8 +126,11 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             node = caps["var"][0]
             typed.append((node.start_byte, _text(data, node), _text(data, caps["type"][0])))
         elif "all" in caps and _text(data, caps["all.name"][0]) == "__all__":
-            facts.exports = [_text(data, n).strip("'\"") for n in caps["all"][0].named_children
-                             if n.type == "string"]
+            facts.exports = [
+                _text(data, n).strip("'\"")
+                for n in caps["all"][0].named_children
+                if n.type == "string"
+            ]
     _scope(facts, key, defs, refs, typed)
     if import_nodes or requires:
         reader = _py_imports if lang == "python" else _js_imports
@@ -106,20 +138,33 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             facts.imports.extend(reader(data, node, path, key))
         for node, source in requires:
             facts.imports.extend(_js_require(data, node, source, path))
-        aliases = {local: name for local, _, name, kind, _ in facts.imports
-                   if kind == "from" and local and name and local != name}
+        aliases = {
+            local: name
+            for local, _, name, kind, _ in facts.imports
+            if kind == "from" and local and name and local != name
+        }
         if aliases:
-            facts.refs = [(k, s, n, aliases.get(n, n) if r is None else n, r, line)
-                          for k, s, n, _, r, line in facts.refs]
+            facts.refs = [
+                (k, s, n, aliases.get(n, n) if r is None else n, r, line)
+                for k, s, n, _, r, line in facts.refs
+            ]
         sep = LANGS[lang].module_sep
         for local, module, name, kind, line in facts.imports:
-            facts.refs.append((_IMPORT_REF[kind], 0, local or "*", name or module.rsplit(sep, 1)[-1],
-                               module, line))
+            facts.refs.append(
+                (
+                    _IMPORT_REF[kind],
+                    0,
+                    local or "*",
+                    name or module.rsplit(sep, 1)[-1],
+                    module,
+                    line,
+                )
+            )
     return facts
 
 
 def _text(data: bytes, node) -> str:
-    return data[node.start_byte:node.end_byte].decode("utf-8", "replace")
+    return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
 def _receiver(data: bytes, node) -> str:
@@ -130,13 +175,24 @@ def _receiver(data: bytes, node) -> str:
 def _signature(data: bytes, node) -> str:
     body = node.child_by_field_name("body")
     end = body.start_byte if body is not None else node.end_byte
-    raw = data[node.start_byte:min(end, node.start_byte + 4 * _MAX_SIGNATURE)].decode("utf-8", "replace")
+    raw = data[node.start_byte : min(end, node.start_byte + 4 * _MAX_SIGNATURE)].decode(
+        "utf-8", "replace"
+    )
     sig = " ".join(raw.split()).rstrip("{ ").rstrip()
     return sig if len(sig) <= _MAX_SIGNATURE else sig[: _MAX_SIGNATURE - 1] + "…"
 
 
-_BASE_TYPES = frozenset({"identifier", "type_identifier", "attribute", "member_expression",
-                         "scoped_type_identifier", "qualified_identifier", "generic_type"})
+_BASE_TYPES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "attribute",
+        "member_expression",
+        "scoped_type_identifier",
+        "qualified_identifier",
+        "generic_type",
+    }
+)
 
 
 def _base_names(data: bytes, node, depth: int = 0) -> tuple[str, ...]:
@@ -155,9 +211,11 @@ def _base_names(data: bytes, node, depth: int = 0) -> tuple[str, ...]:
 def _scope(facts: Facts, key: str, defs: list, refs: list, typed: list) -> None:
     """Give every definition its parent and qualified name, every reference its scope."""
     defs.sort(key=lambda d: (d[0], -d[1]))
-    events = sorted([(r[0], 1, r) for r in refs] + [(t[0], 2, t) for t in typed], key=lambda e: e[0])
+    events = sorted(
+        [(r[0], 1, r) for r in refs] + [(t[0], 2, t) for t in typed], key=lambda e: e[0]
+    )
     symbols = facts.symbols
-    stack: list[tuple[int, int]] = []   # (end byte, symbol index)
+    stack: list[tuple[int, int]] = []  # (end byte, symbol index)
     ei = 0
     base_refs = []
     for start, end, kind, name, line, end_line, sig, recv, bases in defs:
@@ -208,7 +266,9 @@ def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
                 out.append((module, module, None, "module", line))
             elif child.type == "aliased_import":
                 module = _text(data, child.child_by_field_name("name"))
-                out.append((_text(data, child.child_by_field_name("alias")), module, None, "module", line))
+                out.append(
+                    (_text(data, child.child_by_field_name("alias")), module, None, "module", line)
+                )
         return out
     module_node = node.child_by_field_name("module_name")
     if module_node is None:
@@ -227,7 +287,9 @@ def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
     for child in node.children_by_field_name("name"):
         if child.type == "aliased_import":
             name = _text(data, child.child_by_field_name("name"))
-            out.append((_text(data, child.child_by_field_name("alias")), module, name, "from", line))
+            out.append(
+                (_text(data, child.child_by_field_name("alias")), module, name, "from", line)
+            )
         else:
             name = _text(data, child)
             out.append((name, module, name, "from", line))
@@ -274,8 +336,14 @@ def _js_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
     module = _js_module(path, _text(data, source).strip("'\"`"))
     line = node.start_point[0] + 1
     out = []
-    clause = next((c for c in node.named_children if c.type in ("import_clause", "export_clause",
-                                                               "namespace_export")), None)
+    clause = next(
+        (
+            c
+            for c in node.named_children
+            if c.type in ("import_clause", "export_clause", "namespace_export")
+        ),
+        None,
+    )
     if clause is None:
         return [(None, module, None, "star" if node.type == "export_statement" else "module", line)]
     if clause.type == "namespace_export":

@@ -32,12 +32,25 @@ def source_files(root: Path) -> list[tuple[str, str]]:
     """(path relative to ``root``, language) of every source file git knows or would add."""
     try:
         out = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-            capture_output=True, timeout=120)
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+            ],
+            capture_output=True,
+            timeout=120,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Unavailable(f"cannot list the files of {root} with git: {exc}") from None
     if out.returncode != 0:
-        raise BadInput(f"git ls-files failed in {root}: {out.stderr.decode(errors='replace').strip()}")
+        raise BadInput(
+            f"git ls-files failed in {root}: {out.stderr.decode(errors='replace').strip()}"
+        )
     seen = set()
     files = []
     for raw in out.stdout.split(b"\0"):

@@ -72,7 +72,9 @@ def _parse(item: tuple[str, bytes, str]) -> tuple[str, Facts | str]:
         return path, f"parser failed: {type(exc).__name__}: {exc}"
 
 
-def _parse_all(items: list[tuple[str, bytes, str]], workers: int, bar: Any) -> list[tuple[str, Facts | str]]:
+def _parse_all(
+    items: list[tuple[str, bytes, str]], workers: int, bar: Any
+) -> list[tuple[str, Facts | str]]:
     if workers <= 1 or len(items) < PARALLEL_MIN_FILES:
         out = []
         for item in items:
@@ -98,8 +100,9 @@ def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
-def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = None,
-               progress: Any = None) -> IndexReport:
+def index_tree(
+    conn, root: Path, *, full: bool = False, workers: int | None = None, progress: Any = None
+) -> IndexReport:
     """Bring the code graph of the repository at ``root`` up to date."""
     started = time.monotonic()
     workers = default_workers() if workers is None else max(1, workers)
@@ -132,8 +135,15 @@ def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = No
                 report.unchanged += 1
                 continue
             if st.st_size > fs.MAX_BYTES:
-                skipped.append((path, lang, st, None, f"larger than {fs.MAX_BYTES // 1_000_000} MB"
-                                " (generated?)"))
+                skipped.append(
+                    (
+                        path,
+                        lang,
+                        st,
+                        None,
+                        f"larger than {fs.MAX_BYTES // 1_000_000} MB (generated?)",
+                    )
+                )
                 continue
             try:
                 with open(base + path, "rb") as fh:
@@ -153,22 +163,39 @@ def index_tree(conn, root: Path, *, full: bool = False, workers: int | None = No
             todo.append((path, data, lang, st.st_size, st.st_mtime_ns, digest))
         code_graph.touch_files(conn, touched)
         gone = [p for p in known if p not in present]
-        replaced = [known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone
-                    if p in known]
+        replaced = [
+            known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone if p in known
+        ]
         report.deleted = len([p for p in gone if p in known])
         if replaced or todo or skipped:
             _update(conn, tree.id, root, todo, skipped, replaced, full, workers, progress, report)
         code_graph.finish_tree(conn, tree.id, now())
-        report.skipped = [{"path": p, "reason": n} for p, s, n in code_graph.skipped(conn, tree.id)
-                          if s == "skipped"]
-        report.partial = [{"path": p, "reason": n} for p, s, n in code_graph.skipped(conn, tree.id)
-                          if s == "partial"]
+        report.skipped = [
+            {"path": p, "reason": n}
+            for p, s, n in code_graph.skipped(conn, tree.id)
+            if s == "skipped"
+        ]
+        report.partial = [
+            {"path": p, "reason": n}
+            for p, s, n in code_graph.skipped(conn, tree.id)
+            if s == "partial"
+        ]
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
-def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced: list[int],
-            full: bool, workers: int, progress: Any, report: IndexReport) -> None:
+def _update(
+    conn,
+    tree_id: int,
+    root: Path,
+    todo: list,
+    skipped: list,
+    replaced: list[int],
+    full: bool,
+    workers: int,
+    progress: Any,
+    report: IndexReport,
+) -> None:
     from marm.code.resolve import Resolver
 
     if not full:
@@ -202,9 +229,13 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
         importing = code_graph.importers(conn, tree_id, _suffixes(modules))
         if old.interface != new.interface:
             importing |= _reexport_closure(conn, tree_id, modules)
-        refs = code_graph.affected_refs(conn, tree_id, set(new_ids) | importing, old.names | new.names, into)
+        refs = code_graph.affected_refs(
+            conn, tree_id, set(new_ids) | importing, old.names | new.names, into
+        )
         changed_files = set(new_ids)
-        if old.bases != new.bases or any(r[3] == "base" and r[1] not in changed_files for r in refs):
+        if old.bases != new.bases or any(
+            r[3] == "base" and r[1] not in changed_files for r in refs
+        ):
             code_graph.delete_tree_edges(conn, tree_id)
             refs = code_graph.all_refs(conn, tree_id)
             full = True
@@ -215,7 +246,7 @@ def _update(conn, tree_id: int, root: Path, todo: list, skipped: list, replaced:
     report.refs_resolved = len(refs)
     report.edges = len(rows)
     if full:
-        code_graph.ranked(conn, tree_id, len(rows))     # the count _rank compares against
+        code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
         _rank(conn, tree_id, [(r[1], r[2], r[5]) for r in rows])
     else:
         code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
@@ -232,8 +263,11 @@ def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
     files: set[int] = set()
     frontier = modules
     for _ in range(MAX_REEXPORT_DEPTH):
-        found = [(fid, module) for fid, module in code_graph.reexporters(conn, tree_id, _suffixes(frontier))
-                 if fid not in files]
+        found = [
+            (fid, module)
+            for fid, module in code_graph.reexporters(conn, tree_id, _suffixes(frontier))
+            if fid not in files
+        ]
         if not found:
             break
         files.update(fid for fid, _ in found)
@@ -250,8 +284,13 @@ def _suffixes(modules: set[str]) -> set[str]:
     return out
 
 
-def _rank(conn, tree_id: int, edges: list[tuple[int, int, float]] | None = None,
-          damping: float = 0.85, rounds: int = 40) -> int:
+def _rank(
+    conn,
+    tree_id: int,
+    edges: list[tuple[int, int, float]] | None = None,
+    damping: float = 0.85,
+    rounds: int = 40,
+) -> int:
     """PageRank over the edges (caller -> callee, importer -> module, class -> base),
     given as (src, dst, confidence) or read from the store; returns their number."""
     if edges is None:
@@ -278,7 +317,7 @@ def _rank(conn, tree_id: int, edges: list[tuple[int, int, float]] | None = None,
             break
         rank = new
     scaled = rank * n
-    code_graph.set_ranks(conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist()))
+    code_graph.set_ranks(conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True))
     return len(edges)
 
 
@@ -306,13 +345,27 @@ def record(ctx: Any, root: Path, report: IndexReport, started_at: str) -> None:
     project = scope.git_project(root)
     with store.write():
         code_repos.mark_indexed(store, str(root), project, started_at)
-        events.append(store, "code.index", "code_repo", str(root), project=project, detail={
-            "full": report.full, "files": report.files, "parsed": report.parsed,
-            "deleted": report.deleted, "skipped": len(report.skipped), "edges": report.edges,
-            "seconds": report.seconds})
+        events.append(
+            store,
+            "code.index",
+            "code_repo",
+            str(root),
+            project=project,
+            detail={
+                "full": report.full,
+                "files": report.files,
+                "parsed": report.parsed,
+                "deleted": report.deleted,
+                "skipped": len(report.skipped),
+                "edges": report.edges,
+                "seconds": report.seconds,
+            },
+        )
 
 
-def index_repo(ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index") -> IndexReport:
+def index_repo(
+    ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index"
+) -> IndexReport:
     """Index one repository under the ``code-index`` lease (``Busy`` when another runs)."""
     from marm.store import leases
 

@@ -43,11 +43,16 @@ _JS_COMMON = r"""
    arguments: (arguments . (string) @require.source))) @require
 """
 
-_JS = _JS_COMMON + r"""
+_JS = (
+    _JS_COMMON
+    + r"""
 (class_declaration name: (identifier) @name (class_heritage)? @bases) @def.class
 """
+)
 
-_TS = _JS_COMMON + r"""
+_TS = (
+    _JS_COMMON
+    + r"""
 (class_declaration name: (type_identifier) @name (class_heritage)? @bases) @def.class
 (abstract_class_declaration name: (type_identifier) @name (class_heritage)? @bases) @def.class
 (interface_declaration name: (type_identifier) @name) @def.interface
@@ -55,6 +60,7 @@ _TS = _JS_COMMON + r"""
 (required_parameter pattern: (identifier) @var type: (type_annotation (type_identifier) @type))
 (optional_parameter pattern: (identifier) @var type: (type_annotation (type_identifier) @type))
 """
+)
 
 _GO = r"""
 (function_declaration name: (identifier) @name) @def.function
@@ -98,7 +104,9 @@ _C = r"""
 (call_expression function: (field_expression argument: (_) @receiver field: (field_identifier) @callee)) @call
 """
 
-_CPP = _C + r"""
+_CPP = (
+    _C
+    + r"""
 (function_definition declarator: (function_declarator declarator: (field_identifier) @name)) @def.function
 (function_definition declarator: (function_declarator
    declarator: (qualified_identifier scope: (_) @recv name: (identifier) @name))) @def.method
@@ -106,16 +114,17 @@ _CPP = _C + r"""
 (namespace_definition name: (namespace_identifier) @name) @def.namespace
 (call_expression function: (qualified_identifier scope: (_) @receiver name: (identifier) @callee)) @call
 """
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Lang:
     name: str
-    module: str        # the grammar wheel's module
-    function: str      # its function returning the language pointer
+    module: str  # the grammar wheel's module
+    function: str  # its function returning the language pointer
     query: str
-    self_names: tuple[str, ...]   # receivers that mean "this object"
-    module_sep: str    # how module keys are joined ("." for Python, "/" for path-keyed)
+    self_names: tuple[str, ...]  # receivers that mean "this object"
+    module_sep: str  # how module keys are joined ("." for Python, "/" for path-keyed)
 
 
 LANGS: dict[str, Lang] = {
@@ -134,15 +143,27 @@ LANGS: dict[str, Lang] = {
 }
 
 EXTENSIONS: dict[str, str] = {
-    ".py": "python", ".pyi": "python",
-    ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
-    ".ts": "typescript", ".mts": "typescript", ".cts": "typescript",
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
     ".tsx": "tsx",
     ".go": "go",
     ".rs": "rust",
     ".java": "java",
-    ".c": "c", ".h": "c",
-    ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hpp": "cpp",
+    ".hh": "cpp",
+    ".hxx": "cpp",
 }
 
 

@@ -58,6 +58,7 @@ def resolve_targets(conn, tree_id: int, name: str, kind: str | None = None) -> l
 
 # -- trace --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class Step:
     """One node of a call tree: ``symbol`` reached from ``parent`` (an index into the
@@ -66,11 +67,11 @@ class Step:
     index: int
     parent: int
     depth: int
-    direction: str          # root | callers | callees
+    direction: str  # root | callers | callees
     qname: str
     kind: str
-    location: str           # path:line of the definition
-    site: str | None        # path:line of the call
+    location: str  # path:line of the definition
+    site: str | None  # path:line of the call
     rule: str | None
     confidence: float | None
 
@@ -80,15 +81,29 @@ def trace(conn, tree_id: int, targets: list[SymbolRow], direction: str, depth: i
     directions = ("callers", "callees") if direction == "both" else (direction,)
     for target in targets:
         root_index = len(steps)
-        steps.append(Step(root_index, -1, 0, "root", target.qname, target.kind,
-                          f"{target.path}:{target.line}", None, None, None))
+        steps.append(
+            Step(
+                root_index,
+                -1,
+                0,
+                "root",
+                target.qname,
+                target.kind,
+                f"{target.path}:{target.line}",
+                None,
+                None,
+                None,
+            )
+        )
         for way in directions:
             frontier = {target.id: root_index}
             seen = {target.id}
             for level in range(1, depth + 1):
                 if not frontier or len(steps) >= TRACE_MAX_NODES:
                     break
-                edges = code_graph.edges_touching(conn, frontier, way, ("call",), limit=2 * TRACE_MAX_NODES)
+                edges = code_graph.edges_touching(
+                    conn, frontier, way, ("call",), limit=2 * TRACE_MAX_NODES
+                )
                 others = {e.dst_id if way == "callees" else e.src_id for e in edges}
                 rows = code_graph.symbols_by_id(conn, others)
                 nxt: dict[int, int] = {}
@@ -99,14 +114,27 @@ def trace(conn, tree_id: int, targets: list[SymbolRow], direction: str, depth: i
                     seen.add(other)
                     s = rows[other]
                     index = len(steps)
-                    steps.append(Step(index, frontier[here], level, way, s.qname, s.kind,
-                                      f"{s.path}:{s.line}", f"{e.path}:{e.line}", e.rule, e.confidence))
+                    steps.append(
+                        Step(
+                            index,
+                            frontier[here],
+                            level,
+                            way,
+                            s.qname,
+                            s.kind,
+                            f"{s.path}:{s.line}",
+                            f"{e.path}:{e.line}",
+                            e.rule,
+                            e.confidence,
+                        )
+                    )
                     nxt[other] = index
                 frontier = nxt
     return steps
 
 
 # -- impact -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Impacted:
@@ -118,8 +146,8 @@ class Impacted:
     location: str
     distance: int
     confidence: float
-    via: str                # call | import | inherit (the first edge from it)
-    site: str               # path:line of that reference
+    via: str  # call | import | inherit (the first edge from it)
+    site: str  # path:line of that reference
     rule: str
 
 
@@ -129,10 +157,11 @@ def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Imp
     seen = set(frontier)
     for level in range(1, depth + 1):
         if not frontier or len(best) >= IMPACT_MAX:
-            break    # ranked by distance first: a farther level cannot enter the top
+            break  # ranked by distance first: a farther level cannot enter the top
         nxt: dict[int, float] = {}
-        for e in code_graph.edges_touching(conn, frontier, "callers", ("call", "import", "inherit"),
-                                           limit=IMPACT_EDGES_PER_LEVEL):
+        for e in code_graph.edges_touching(
+            conn, frontier, "callers", ("call", "import", "inherit"), limit=IMPACT_EDGES_PER_LEVEL
+        ):
             if e.src_id in seen and e.src_id not in nxt:
                 continue
             conf = frontier[e.dst_id] * e.confidence
@@ -142,9 +171,20 @@ def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Imp
         seen.update(nxt)
         frontier = nxt
     rows = code_graph.symbols_by_id(conn, best)
-    out = [Impacted(rows[i].qname, rows[i].kind, f"{rows[i].path}:{rows[i].line}", d, round(c, 4),
-                    e.kind, f"{e.path}:{e.line}", e.rule)
-           for i, (d, c, e) in best.items() if i in rows]
+    out = [
+        Impacted(
+            rows[i].qname,
+            rows[i].kind,
+            f"{rows[i].path}:{rows[i].line}",
+            d,
+            round(c, 4),
+            e.kind,
+            f"{e.path}:{e.line}",
+            e.rule,
+        )
+        for i, (d, c, e) in best.items()
+        if i in rows
+    ]
     out.sort(key=lambda x: (x.distance, -x.confidence, x.location))
     return out[:IMPACT_MAX]
 
@@ -157,8 +197,21 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     if ref.startswith("-"):
         raise BadInput(f"not a git revision: {ref!r}")
     try:
-        out = subprocess.run(["git", "-C", str(root), "diff", "--unified=0", "--no-color", "--no-ext-diff",
-                              ref, "--"], capture_output=True, timeout=60)
+        out = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "diff",
+                "--unified=0",
+                "--no-color",
+                "--no-ext-diff",
+                ref,
+                "--",
+            ],
+            capture_output=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise Unavailable(f"cannot run git diff in {root}: {exc}") from None
     if out.returncode != 0:
@@ -172,12 +225,15 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
             if current is not None:
                 files.setdefault(current, set())
         elif line.startswith("--- a/"):
-            files.setdefault(line[6:], set())      # a deleted file counts as touched
+            files.setdefault(line[6:], set())  # a deleted file counts as touched
         elif current is not None and (m := _HUNK.match(line)):
             start, count = int(m.group(1)), int(m.group(2) or "1")
             files[current].update(range(start, start + max(count, 1)))
-    untracked = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
-                               capture_output=True, timeout=60)
+    untracked = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
+        capture_output=True,
+        timeout=60,
+    )
     for raw in untracked.stdout.split(b"\0"):
         if raw:
             files.setdefault(raw.decode("utf-8", "surrogateescape"), set()).add(1)
@@ -193,6 +249,7 @@ def touched_symbols(conn, tree_id: int, files: dict[str, set[int]]) -> list[Symb
 
 
 # -- architecture -------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class Package:
@@ -215,16 +272,29 @@ def package_table(conn, tree_id: int, limit: int) -> tuple[list[Package], Counte
         by_lang[lang] += lines
         total_files += 1
         total_lines += lines
-    table = [Package(d, len(rows), sum(r[1] for r in rows), sum(r[2] for r in rows),
-                     sorted({r[0] for r in rows})) for d, rows in groups.items()]
+    table = [
+        Package(
+            d,
+            len(rows),
+            sum(r[1] for r in rows),
+            sum(r[2] for r in rows),
+            sorted({r[0] for r in rows}),
+        )
+        for d, rows in groups.items()
+    ]
     table.sort(key=lambda p: (-p.lines, p.path))
     return table[:limit], by_lang, total_files, total_lines
 
 
 def entry_points(conn, tree_id: int, limit: int) -> list[SymbolRow]:
-    rows = code_graph.top_ranked(conn, tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method"))
-    wanted = [sid for sid, path in code_graph.module_files(conn, tree_id)
-              if posixpath.splitext(posixpath.basename(path))[0] in _ENTRY_FILES]
+    rows = code_graph.top_ranked(
+        conn, tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method")
+    )
+    wanted = [
+        sid
+        for sid, path in code_graph.module_files(conn, tree_id)
+        if posixpath.splitext(posixpath.basename(path))[0] in _ENTRY_FILES
+    ]
     modules = list(code_graph.symbols_by_id(conn, wanted).values())
     seen, out = set(), []
     for r in sorted(modules, key=lambda r: (r.path.count("/"), r.path)) + rows:

@@ -26,14 +26,25 @@ from marm.code.languages import LANGS
 from marm.store import code_graph
 
 CONFIDENCE = {
-    "local": 1.0, "same-file": 1.0, "same-class": 0.9, "import": 1.0, "import-alias": 1.0,
-    "star-import": 0.9, "module-attr": 0.95, "self-method": 0.95, "base-method": 0.9,
-    "super-method": 0.9, "class-attr": 0.9, "typed-receiver": 0.85,
+    "local": 1.0,
+    "same-file": 1.0,
+    "same-class": 0.9,
+    "import": 1.0,
+    "import-alias": 1.0,
+    "star-import": 0.9,
+    "module-attr": 0.95,
+    "self-method": 0.95,
+    "base-method": 0.9,
+    "super-method": 0.9,
+    "class-attr": 0.9,
+    "typed-receiver": 0.85,
 }
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
-_CALLABLE = frozenset({"function", "class", "method", "struct", "interface", "trait", "enum", "type"})
+_CALLABLE = frozenset(
+    {"function", "class", "method", "struct", "interface", "trait", "enum", "type"}
+)
 
 
 class _Table(dict):
@@ -80,13 +91,28 @@ class Resolver:
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
         self.sym = _Table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
         self._named = _Table(pick(self._load_named), list)
-        self.children = _Table(pick(lambda key: [s for s, _, p, k in self._named[key[1]]
-                                                 if p == key[0] and k != "module"]), list)
-        self.functions = _Table(pick(lambda name: [s for s, _, _, k in self._named[name]
-                                                   if k in _CALLABLE and k != "method"]), list)
-        self.methods = _Table(pick(lambda name: [s for s, _, _, k in self._named[name]
-                                                 if k == "method"]), list)
-        self.module_sym = _Table(pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None)
+        self.children = _Table(
+            pick(
+                lambda key: [
+                    s for s, _, p, k in self._named[key[1]] if p == key[0] and k != "module"
+                ]
+            ),
+            list,
+        )
+        self.functions = _Table(
+            pick(
+                lambda name: [
+                    s for s, _, _, k in self._named[name] if k in _CALLABLE and k != "method"
+                ]
+            ),
+            list,
+        )
+        self.methods = _Table(
+            pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
+        )
+        self.module_sym = _Table(
+            pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
+        )
         self.bindings = _Table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _Table(pick(lambda fid: self._load_imports(fid)[1]), list)
         self.base_refs = _Table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
@@ -98,7 +124,9 @@ class Resolver:
         self.types: dict[tuple[int, str], str] = {}
 
     def _preload(self) -> None:
-        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(self.conn, self.tree_id):
+        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(
+            self.conn, self.tree_id
+        ):
             self.sym[sid] = (fid, parent, name, kind)
             if kind == "module":
                 self.module_sym[fid] = sid
@@ -108,7 +136,9 @@ class Resolver:
                 self.methods.setdefault(name, []).append(sid)
             elif kind in _CALLABLE:
                 self.functions.setdefault(name, []).append(sid)
-        for fid, local, module, name, kind in code_graph.imports_for_resolver(self.conn, self.tree_id):
+        for fid, local, module, name, kind in code_graph.imports_for_resolver(
+            self.conn, self.tree_id
+        ):
             if kind == "star":
                 self.stars.setdefault(fid, []).append(module)
             elif local:
@@ -146,7 +176,7 @@ class Resolver:
     def top(self, fid: int, name: str) -> int | None:
         msym = self.module_sym.get(fid)
         found = self.children.get((msym, name)) if msym is not None else None
-        return found[-1] if found else None   # the last definition wins, as at run time
+        return found[-1] if found else None  # the last definition wins, as at run time
 
     def exported(self, fid: int, name: str, depth: int = 0) -> int | None:
         """What ``from <fid> import name`` binds: a definition, a re-export, a submodule."""
@@ -180,7 +210,11 @@ class Resolver:
                 return (self.module_sym[target], "import") if target is not None else None
             rule = "import" if orig == name else "import-alias"
             if target is not None:
-                found = self.exported(target, orig, depth) if orig != "default" else self._default(target, name)
+                found = (
+                    self.exported(target, orig, depth)
+                    if orig != "default"
+                    else self._default(target, name)
+                )
                 if found is not None:
                     return found, rule
             lang = self.file_lang[fid]
@@ -248,7 +282,9 @@ class Resolver:
         fid, parent, _, _ = self.sym[cid]
         out = []
         for name, receiver in self.base_refs.get(cid, ()):
-            hit = self.resolve_ref_target(fid, parent if parent is not None else cid, name, receiver)
+            hit = self.resolve_ref_target(
+                fid, parent if parent is not None else cid, name, receiver
+            )
             if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
                 out.append(hit[0])
         self._bases[cid] = out
@@ -276,7 +312,9 @@ class Resolver:
 
     # -- refs -------------------------------------------------------------------
 
-    def resolve_ref_target(self, fid: int, scope: int, name: str, receiver: str | None) -> tuple[int, str] | None:
+    def resolve_ref_target(
+        self, fid: int, scope: int, name: str, receiver: str | None
+    ) -> tuple[int, str] | None:
         """Resolve ``receiver.name`` / ``name`` as a value (no name-only fallback)."""
         if receiver is None:
             return self.resolve_name(fid, scope, name)
@@ -338,7 +376,9 @@ class Resolver:
         for part in rest.split(".") if rest else ():
             if self.sym[target][3] == "module":
                 sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + part)
-                nxt = self.top(self.sym[target][0], part) if sub is None else self.module_sym.get(sub)
+                nxt = (
+                    self.top(self.sym[target][0], part) if sub is None else self.module_sym.get(sub)
+                )
             else:
                 nxt = (self.children.get((target, part)) or [None])[-1]
             if nxt is None:
@@ -368,8 +408,14 @@ class Resolver:
 
     def edges(self, refs: list[tuple]) -> list[tuple]:
         """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``."""
-        self.types.update({(scope, var): typ for _, scope, var, typ in
-                           code_graph.types_for_files(self.conn, {r[1] for r in refs})})
+        self.types.update(
+            {
+                (scope, var): typ
+                for _, scope, var, typ in code_graph.types_for_files(
+                    self.conn, {r[1] for r in refs}
+                )
+            }
+        )
         out = []
         for ref_id, fid, src, kind, name, key, receiver, line in refs:
             if kind == "call":
@@ -383,14 +429,18 @@ class Resolver:
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
-                    out.append((ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line))
+                    out.append(
+                        (ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)
+                    )
             else:
                 dst = self._import_target(fid, kind, name, key, receiver)
                 if dst is not None and dst != src:
                     out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
         return out
 
-    def _import_target(self, fid: int, kind: str, local: str, orig: str, module: str | None) -> int | None:
+    def _import_target(
+        self, fid: int, kind: str, local: str, orig: str, module: str | None
+    ) -> int | None:
         if module is None:
             return None
         target = self.module_file(module)

@@ -30,6 +30,7 @@ _REPO = Param("repository to ask about (default: the one of the current director
 
 # -- index --------------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class IndexResult:
     repo: str
@@ -47,9 +48,11 @@ class IndexResult:
     partial: list[dict[str, str]] = field(default_factory=list)
 
     def text(self) -> str:
-        lines = [f"indexed {self.repo} in {self.seconds:.2f}s ({'full' if self.full else 'incremental'}): "
-                 f"{self.files} files, {self.parsed} parsed ({self.lines_parsed} lines), "
-                 f"{self.unchanged} unchanged, {self.deleted} removed, {self.edges} edges resolved"]
+        lines = [
+            f"indexed {self.repo} in {self.seconds:.2f}s ({'full' if self.full else 'incremental'}): "
+            f"{self.files} files, {self.parsed} parsed ({self.lines_parsed} lines), "
+            f"{self.unchanged} unchanged, {self.deleted} removed, {self.edges} edges resolved"
+        ]
         for s in self.skipped:
             lines.append(f"  skipped {s['path']}: {s['reason']}")
         for s in self.partial:
@@ -60,7 +63,9 @@ class IndexResult:
 @op("code", "index", mcp="marm_graph_index", idempotent=True)
 def code_index(
     ctx: Ctx,
-    path: Annotated[str | None, Param("repository to index (default: the current one)", argument=True)] = None,
+    path: Annotated[
+        str | None, Param("repository to index (default: the current one)", argument=True)
+    ] = None,
     full: Annotated[bool, Param("rebuild this repository's graph from scratch")] = False,
 ) -> IndexResult:
     """Index a repository's code (incremental: only changed files are parsed).
@@ -81,6 +86,7 @@ def code_index(
 
 
 # -- lookup -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class SymbolView:
@@ -125,8 +131,12 @@ class LookupResult:
 @op("code", "lookup", mcp="marm_code_lookup", read_only=True, idempotent=True)
 def code_lookup(
     ctx: Ctx,
-    query: Annotated[str, Param("a name, a qualified name (Class.method) or part of a file path", argument=True)],
-    kind: Annotated[str | None, Param("only symbols of this kind (function, method, class, module, ...)")] = None,
+    query: Annotated[
+        str, Param("a name, a qualified name (Class.method) or part of a file path", argument=True)
+    ],
+    kind: Annotated[
+        str | None, Param("only symbols of this kind (function, method, class, module, ...)")
+    ] = None,
     limit: Annotated[int, Param("most symbols to return", short="-n")] = 10,
     repo: Annotated[str | None, _REPO] = None,
 ) -> LookupResult:
@@ -146,14 +156,26 @@ def code_lookup(
     finally:
         conn.close()
     return LookupResult(
-        str(root), query,
-        [SymbolView(r.qname, r.name, r.kind, f"{r.path}:{r.line}", r.signature, round(r.rank, 4),
-                    q.snippet(root, r)) for r in rows],
+        str(root),
+        query,
+        [
+            SymbolView(
+                r.qname,
+                r.name,
+                r.kind,
+                f"{r.path}:{r.line}",
+                r.signature,
+                round(r.rank, 4),
+                q.snippet(root, r),
+            )
+            for r in rows
+        ],
         [FileView(f.path, f.lang, f.lines, f.symbols, f.status) for f in files],
     )
 
 
 # -- trace --------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class TraceResult:
@@ -171,15 +193,21 @@ class TraceResult:
                 continue
             arrow = "<-" if s["direction"] == "callers" else "->"
             conf = f" [{s['rule']} {s['confidence']:.2f}]" if s["rule"] != "same-file" else ""
-            out.append(f"{'  ' * s['depth']}{arrow} {s['qname']}  {s['location']}  (call at {s['site']}){conf}")
+            out.append(
+                f"{'  ' * s['depth']}{arrow} {s['qname']}  {s['location']}  (call at {s['site']}){conf}"
+            )
         return "\n".join(out)
 
 
 @op("code", "trace", mcp="marm_graph_trace", read_only=True, idempotent=True)
 def code_trace(
     ctx: Ctx,
-    name: Annotated[str, Param("the symbol: a name or a qualified name (module.Class.method)", argument=True)],
-    direction: Annotated[Literal["callers", "callees", "both"], Param("which way to walk the calls")] = "both",
+    name: Annotated[
+        str, Param("the symbol: a name or a qualified name (module.Class.method)", argument=True)
+    ],
+    direction: Annotated[
+        Literal["callers", "callees", "both"], Param("which way to walk the calls")
+    ] = "both",
     depth: Annotated[int, Param("how many calls deep (1-6)")] = 2,
     repo: Annotated[str | None, _REPO] = None,
 ) -> TraceResult:
@@ -201,6 +229,7 @@ def code_trace(
 
 # -- architecture -------------------------------------------------------------------
 
+
 @dataclass(frozen=True, slots=True)
 class ArchitectureResult:
     repo: str
@@ -215,11 +244,19 @@ class ArchitectureResult:
     central: list[SymbolView]
 
     def text(self) -> str:
-        langs = ", ".join(f"{k} {v}" for k, v in sorted(self.languages.items(), key=lambda kv: -kv[1]))
-        out = [f"{self.repo}: {self.files} files, {self.lines} lines, {self.symbols} symbols, "
-               f"{self.edges} edges (indexed {self.indexed_at})", f"languages (lines): {langs}", "packages:"]
-        out += [f"  {p['path']:<40} {p['files']:>5} files {p['lines']:>8} lines {p['symbols']:>6} symbols"
-                for p in self.packages]
+        langs = ", ".join(
+            f"{k} {v}" for k, v in sorted(self.languages.items(), key=lambda kv: -kv[1])
+        )
+        out = [
+            f"{self.repo}: {self.files} files, {self.lines} lines, {self.symbols} symbols, "
+            f"{self.edges} edges (indexed {self.indexed_at})",
+            f"languages (lines): {langs}",
+            "packages:",
+        ]
+        out += [
+            f"  {p['path']:<40} {p['files']:>5} files {p['lines']:>8} lines {p['symbols']:>6} symbols"
+            for p in self.packages
+        ]
         out.append("entry points:")
         out += [f"  {s.kind} {s.qname}  {s.location}" for s in self.entry_points]
         out.append("most central:")
@@ -245,22 +282,45 @@ def code_architecture(
         packages, by_lang, files, lines = q.package_table(conn, tree.id, limit)
         counts = code_graph.counts(conn, tree.id)
         entries = q.entry_points(conn, tree.id, limit)
-        central = code_graph.top_ranked(conn, tree.id, limit, kinds=(
-            "function", "method", "class", "interface", "struct", "trait", "type", "enum"))
+        central = code_graph.top_ranked(
+            conn,
+            tree.id,
+            limit,
+            kinds=("function", "method", "class", "interface", "struct", "trait", "type", "enum"),
+        )
     finally:
         conn.close()
 
     def view(r) -> SymbolView:
-        return SymbolView(r.qname, r.name, r.kind, f"{r.path}:{r.line}", r.signature, round(r.rank, 4))
+        return SymbolView(
+            r.qname, r.name, r.kind, f"{r.path}:{r.line}", r.signature, round(r.rank, 4)
+        )
 
     return ArchitectureResult(
-        str(root), tree.indexed_at, files, lines, counts["symbols"], counts["edges"], dict(by_lang),
-        [{"path": p.path, "files": p.files, "lines": p.lines, "symbols": p.symbols,
-          "languages": p.languages} for p in packages],
-        [view(r) for r in entries], [view(r) for r in central])
+        str(root),
+        tree.indexed_at,
+        files,
+        lines,
+        counts["symbols"],
+        counts["edges"],
+        dict(by_lang),
+        [
+            {
+                "path": p.path,
+                "files": p.files,
+                "lines": p.lines,
+                "symbols": p.symbols,
+                "languages": p.languages,
+            }
+            for p in packages
+        ],
+        [view(r) for r in entries],
+        [view(r) for r in central],
+    )
 
 
 # -- impact -------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class ImpactResult:
@@ -276,8 +336,10 @@ class ImpactResult:
         if self.since:
             out.append("touched: " + (", ".join(self.targets) or "(no indexed symbol)"))
         for i in self.impacted:
-            out.append(f"  d={i['distance']} {i['confidence']:.2f} {i['kind']} {i['qname']}  {i['location']}"
-                       f"  ({i['via']} at {i['site']}, {i['rule']})")
+            out.append(
+                f"  d={i['distance']} {i['confidence']:.2f} {i['kind']} {i['qname']}  {i['location']}"
+                f"  ({i['via']} at {i['site']}, {i['rule']})"
+            )
         return "\n".join(out)
 
 
@@ -285,7 +347,9 @@ class ImpactResult:
 def code_impact(
     ctx: Ctx,
     name: Annotated[str | None, Param("the symbol whose dependents to find", argument=True)] = None,
-    since: Annotated[str | None, Param("instead: everything a diff since this git revision touched")] = None,
+    since: Annotated[
+        str | None, Param("instead: everything a diff since this git revision touched")
+    ] = None,
     depth: Annotated[int, Param("how many edges away (1-6)")] = 3,
     repo: Annotated[str | None, _REPO] = None,
 ) -> ImpactResult:
@@ -312,10 +376,13 @@ def code_impact(
         impacted = q.impact(conn, tree.id, targets, depth) if targets else []
     finally:
         conn.close()
-    return ImpactResult(str(root), [t.qname for t in targets], since, changed, [asdict(i) for i in impacted])
+    return ImpactResult(
+        str(root), [t.qname for t in targets], since, changed, [asdict(i) for i in impacted]
+    )
 
 
 # -- projects / forget --------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class CodeProject:
@@ -336,7 +403,9 @@ class ProjectsResult:
             return "no repository indexed yet (run `marm code index` in one)"
         return "\n".join(
             f"{p.path}  {p.files} files, {p.lines} lines, indexed {p.indexed_at or 'never'}"
-            + (f", dirty since {p.dirty_since}" if p.dirty_since else "") for p in self.projects)
+            + (f", dirty since {p.dirty_since}" if p.dirty_since else "")
+            for p in self.projects
+        )
 
 
 @op("code", "projects", mcp=None, read_only=True, idempotent=True)
@@ -354,8 +423,16 @@ def code_projects(ctx: Ctx) -> ProjectsResult:
     out = []
     for r in code_repos.listing(ctx.store()):
         t = trees.pop(r.path, None)
-        out.append(CodeProject(r.path, r.project, r.last_indexed_at, r.dirty_since,
-                               t.files if t else 0, t.lines if t else 0))
+        out.append(
+            CodeProject(
+                r.path,
+                r.project,
+                r.last_indexed_at,
+                r.dirty_since,
+                t.files if t else 0,
+                t.lines if t else 0,
+            )
+        )
     out += [CodeProject(t.root, None, t.indexed_at, None, t.files, t.lines) for t in trees.values()]
     return ProjectsResult(sorted(out, key=lambda p: p.path))
 
@@ -371,7 +448,9 @@ def code_forget(
     target = (ctx.cwd / Path(path).expanduser()).resolve()
     store = ctx.store()
     known = {r.path for r in code_repos.listing(store)}
-    key = str(target) if str(target) in known or not target.exists() else str(_root(ctx, str(target)))
+    key = (
+        str(target) if str(target) in known or not target.exists() else str(_root(ctx, str(target)))
+    )
     removed_tree = False
     if code_graph.exists(ctx.home):
         conn = code_graph.connect(ctx.home)

@@ -44,8 +44,20 @@ def npm_project(scratch: Path, package: str = "rxjs@7") -> Path | None:
         return None
     target = scratch / "npm"
     target.mkdir()
-    out = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix",
-                          str(target), package], capture_output=True, timeout=300)
+    out = subprocess.run(
+        [
+            "npm",
+            "install",
+            "--no-audit",
+            "--no-fund",
+            "--ignore-scripts",
+            "--prefix",
+            str(target),
+            package,
+        ],
+        capture_output=True,
+        timeout=300,
+    )
     src = target / "node_modules" / package.split("@")[0] / "src"
     return src if out.returncode == 0 and src.is_dir() else None
 
@@ -76,22 +88,33 @@ def full_index(root: Path, scratch: Path, workers: int, runs: int) -> dict:
     for i in range(runs):
         home = scratch / f"home-{root.name}-{workers}-{i}"
         conn = code_graph.connect(home)
-        wall, cpu, report = timed(lambda: index_tree(conn, root, workers=workers))
+        wall, cpu, report = timed(lambda c=conn: index_tree(c, root, workers=workers))
         conn.close()
         walls.append(wall)
         cpus.append(cpu)
     wall, cpu = statistics.median(walls), statistics.median(cpus)
-    return {"workers": workers, "wall_s": round(wall, 3), "cpu_s_main_process": round(cpu, 3),
-            "files": report.parsed, "lines": report.lines_parsed,
-            "files_per_s": round(report.parsed / wall), "lines_per_s": round(report.lines_parsed / wall),
-            "edges": report.edges, "skipped": len(report.skipped), "partial": len(report.partial),
-            "home": str(scratch / f"home-{root.name}-{workers}-0")}
+    return {
+        "workers": workers,
+        "wall_s": round(wall, 3),
+        "cpu_s_main_process": round(cpu, 3),
+        "files": report.parsed,
+        "lines": report.lines_parsed,
+        "files_per_s": round(report.parsed / wall),
+        "lines_per_s": round(report.lines_parsed / wall),
+        "edges": report.edges,
+        "skipped": len(report.skipped),
+        "partial": len(report.partial),
+        "home": str(scratch / f"home-{root.name}-{workers}-0"),
+    }
 
 
 def pick_edit_file(root: Path) -> Path:
     """A mid-sized source file of the tree (deterministic)."""
-    sizes = sorted((p.stat().st_size, str(p)) for p in root.rglob("*")
-                   if p.suffix in (".py", ".ts") and p.is_file() and 2_000 < p.stat().st_size < 40_000)
+    sizes = sorted(
+        (p.stat().st_size, str(p))
+        for p in root.rglob("*")
+        if p.suffix in (".py", ".ts") and p.is_file() and 2_000 < p.stat().st_size < 40_000
+    )
     return Path(sizes[len(sizes) // 2][1])
 
 
@@ -106,8 +129,11 @@ def bench_tree(name: str, source: Path, scratch: Path, runs: int) -> dict:
     edits = []
     for i in range(max(runs, 5)):
         with open(target, "a", encoding="utf-8") as fh:
-            fh.write("\n\ndef bench_added_%d():\n    return %d\n" % (i, i) if target.suffix == ".py"
-                     else "\n\nexport function benchAdded%d(): number { return %d; }\n" % (i, i))
+            fh.write(
+                f"\n\ndef bench_added_{i}():\n    return {i}\n"
+                if target.suffix == ".py"
+                else f"\n\nexport function benchAdded{i}(): number {{ return {i}; }}\n"
+            )
         wall, _, report = timed(lambda: index_tree(conn, root))
         assert report.parsed == 1, report
         edits.append(wall)
@@ -133,29 +159,48 @@ def bench_tree(name: str, source: Path, scratch: Path, runs: int) -> dict:
             latency[f"{qname}_{label}_cpu_ms"] = median([c * 1000 for _, c, _ in runs_])
     ctx.close()
     return {
-        "tree": name, "full_index_one_worker": one, "full_index_default_workers": auto,
+        "tree": name,
+        "full_index_one_worker": one,
+        "full_index_default_workers": auto,
         "one_core_lines_per_cpu_s": round(one["lines"] / one["cpu_s_main_process"]),
-        "nochange_reindex_s": median(nochange), "one_file_edit_reindex_s": median(edits),
-        "edited_file": str(target.relative_to(root)), "query_latency": latency,
-        "central_symbol": central.qname, "typical_symbol": typical.qname, "derived_db_bytes": db_size(home),
+        "nochange_reindex_s": median(nochange),
+        "one_file_edit_reindex_s": median(edits),
+        "edited_file": str(target.relative_to(root)),
+        "query_latency": latency,
+        "central_symbol": central.qname,
+        "typical_symbol": typical.qname,
+        "derived_db_bytes": db_size(home),
     }
 
 
 def show(r: dict) -> None:
     one, auto = r["full_index_one_worker"], r["full_index_default_workers"]
-    print(f"== {r['tree']}: {one['files']} files, {one['lines']} lines, {one['edges']} edges "
-          f"({one['skipped']} skipped, {one['partial']} partial)")
-    print(f"  full index, 1 worker : {one['wall_s']:.2f}s wall = {one['files_per_s']} files/s, "
-          f"{one['lines_per_s']} lines/s ({r['one_core_lines_per_cpu_s']} lines per CPU-second)")
-    print(f"  full index, {auto['workers']} workers: {auto['wall_s']:.2f}s wall = {auto['files_per_s']} files/s, "
-          f"{auto['lines_per_s']} lines/s")
+    print(
+        f"== {r['tree']}: {one['files']} files, {one['lines']} lines, {one['edges']} edges "
+        f"({one['skipped']} skipped, {one['partial']} partial)"
+    )
+    print(
+        f"  full index, 1 worker : {one['wall_s']:.2f}s wall = {one['files_per_s']} files/s, "
+        f"{one['lines_per_s']} lines/s ({r['one_core_lines_per_cpu_s']} lines per CPU-second)"
+    )
+    print(
+        f"  full index, {auto['workers']} workers: {auto['wall_s']:.2f}s wall = {auto['files_per_s']} files/s, "
+        f"{auto['lines_per_s']} lines/s"
+    )
     print(f"  no-change re-index   : {r['nochange_reindex_s'] * 1000:.0f} ms")
-    print(f"  one-file edit        : {r['one_file_edit_reindex_s'] * 1000:.0f} ms ({r['edited_file']})")
+    print(
+        f"  one-file edit        : {r['one_file_edit_reindex_s'] * 1000:.0f} ms ({r['edited_file']})"
+    )
     lat = r["query_latency"]
     for label in ("central", "typical"):
-        print(f"  queries, {label:<8}: " + ", ".join(
-            f"{k.split('_')[0]} {v:.1f} ms wall / {lat[k[:-3] + '_cpu_ms']:.1f} ms CPU"
-            for k, v in lat.items() if f"_{label}_" in k and not k.endswith("_cpu_ms")))
+        print(
+            f"  queries, {label:<8}: "
+            + ", ".join(
+                f"{k.split('_')[0]} {v:.1f} ms wall / {lat[k[:-3] + '_cpu_ms']:.1f} ms CPU"
+                for k, v in lat.items()
+                if f"_{label}_" in k and not k.endswith("_cpu_ms")
+            )
+        )
     print(f"    ({r['central_symbol']} = most central; {r['typical_symbol']} = median rank)")
     print(f"  derived.db           : {r['derived_db_bytes'] / 1e6:.1f} MB")
 
@@ -163,13 +208,17 @@ def show(r: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("repos", nargs="*", type=Path)
-    parser.add_argument("--json", action="store_true", help="(kept for symmetry: the last line is JSON)")
+    parser.add_argument(
+        "--json", action="store_true", help="(kept for symmetry: the last line is JSON)"
+    )
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="marm-bench-code-") as tmp:
         scratch = Path(tmp)
-        trees: list[tuple[str, Path]] = [(p.resolve().name or "repo", p.resolve()) for p in args.repos]
+        trees: list[tuple[str, Path]] = [
+            (p.resolve().name or "repo", p.resolve()) for p in args.repos
+        ]
         if not trees:
             trees.append(("python-stdlib", stdlib()))
             ts = npm_project(scratch)
@@ -184,8 +233,17 @@ def main() -> None:
     for r in results:
         for key in ("full_index_one_worker", "full_index_default_workers"):
             r[key].pop("home", None)
-    print(json.dumps({"bench": "code", "python": sys.version.split()[0], "cpus": os.cpu_count(),
-                      "load_avg_1m": round(os.getloadavg()[0], 2), "trees": results}))
+    print(
+        json.dumps(
+            {
+                "bench": "code",
+                "python": sys.version.split()[0],
+                "cpus": os.cpu_count(),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+                "trees": results,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

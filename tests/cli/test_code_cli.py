@@ -40,8 +40,12 @@ def test_lookup_trace_architecture(repo, marm):
 def test_impact_of_a_symbol_and_of_a_diff(repo, marm):
     hit = marm("code", "impact", "pkg.util.helper", cwd=repo).json()
     first = hit["impacted"][0]
-    assert first["distance"] == 1 and first["qname"] in {"pkg.app.main", "pkg.starred.use_star",
-                                                         "pkg.util.Base.step", "pkg.app"}
+    assert first["distance"] == 1 and first["qname"] in {
+        "pkg.app.main",
+        "pkg.starred.use_star",
+        "pkg.util.Base.step",
+        "pkg.app",
+    }
     assert "pkg.other.unrelated" not in {i["qname"] for i in hit["impacted"]}
     util = repo / "pkg/util.py"
     util.write_text(util.read_text().replace("return x + 1", "return x + 2"))

@@ -25,8 +25,10 @@ def graph(tmp_path: Path, marm_home: Path):
 
 
 def edges(conn, tree_id: int) -> set[tuple]:
-    return {(a, b, kind, rule, line) for a, _, b, _, kind, rule, _, line in
-            code_graph.snapshot(conn, tree_id)["edges"]}
+    return {
+        (a, b, kind, rule, line)
+        for a, _, b, _, kind, rule, _, line in code_graph.snapshot(conn, tree_id)["edges"]
+    }
 
 
 def test_index_reports_every_file(graph):
@@ -56,7 +58,9 @@ def test_resolution_rules(graph):
     assert ("pkg.other.unrelated", "pkg.other.helper", "call", "same-file", 6) in e
     # TypeScript: alias, constructor, typed receiver, TSX
     assert ("web/src/main.run", "web/src/lib.format", "call", "import-alias", 6) in e
-    assert not any(src == "web/src/main.run" and dst == "web/src/other.format" for src, dst, *_ in e)
+    assert not any(
+        src == "web/src/main.run" and dst == "web/src/other.format" for src, dst, *_ in e
+    )
     assert ("web/src/main.run", "web/src/lib.Greeter", "call", "import", 4) in e
     assert ("web/src/main.run", "web/src/lib.Greeter.greet", "call", "typed-receiver", 5) in e
     assert ("web/src/view.View", "web/src/main.run", "call", "import", 4) in e
@@ -74,8 +78,9 @@ def test_lookup_finds_both_definitions_with_snippets(graph, tmp_path):
     assert q.snippet(Path(tree.root), util) == "def helper(x):\n    return x + 1"
     dotted = code_graph.find_symbols(conn, tree.id, "Greeter.greet")
     assert dotted[0].qname == "web/src/lib.Greeter.greet"
-    assert [r.qname for r in code_graph.find_symbols(conn, tree.id, "Greeter.greet", exact_only=True)] == [
-        "web/src/lib.Greeter.greet"]
+    assert [
+        r.qname for r in code_graph.find_symbols(conn, tree.id, "Greeter.greet", exact_only=True)
+    ] == ["web/src/lib.Greeter.greet"]
 
 
 def test_trace_callers_and_callees(graph):
@@ -87,10 +92,14 @@ def test_trace_callers_and_callees(graph):
     assert (1, "pkg.models.Child.go", "pkg/models.py:8", "pkg/app.py:8") in got
     assert (2, "pkg.util.Base.run", "pkg/util.py:13", "pkg/models.py:9") in got
     assert not any(s.qname == "pkg.other.helper" for s in steps)
-    callers = q.trace(conn, tree.id, q.resolve_targets(conn, tree.id, "pkg.util.helper"), "callers", 1)
+    callers = q.trace(
+        conn, tree.id, q.resolve_targets(conn, tree.id, "pkg.util.helper"), "callers", 1
+    )
     assert {(s.qname, s.site) for s in callers if s.depth == 1} == {
-        ("pkg.app.main", "pkg/app.py:6"), ("pkg.starred.use_star", "pkg/starred.py:5"),
-        ("pkg.util.Base.step", "pkg/util.py:17")}
+        ("pkg.app.main", "pkg/app.py:6"),
+        ("pkg.starred.use_star", "pkg/starred.py:5"),
+        ("pkg.util.Base.step", "pkg/util.py:17"),
+    }
 
 
 def test_impact_ranks_by_distance_and_never_crosses_to_the_other_module(graph):
@@ -106,7 +115,10 @@ def test_impact_ranks_by_distance_and_never_crosses_to_the_other_module(graph):
 
 def test_pagerank_puts_the_shared_helper_above_leaf_code(graph):
     conn, tree, _ = graph
-    top = [r.qname for r in code_graph.top_ranked(conn, tree.id, 3, kinds=("function", "method", "class"))]
+    top = [
+        r.qname
+        for r in code_graph.top_ranked(conn, tree.id, 3, kinds=("function", "method", "class"))
+    ]
     assert "pkg.util.helper" in top or "pkg.util.Base.step" in top
     leaf = code_graph.find_symbols(conn, tree.id, "pkg.app.main")[0]
     helper = code_graph.find_symbols(conn, tree.id, "pkg.util.helper")[0]

@@ -30,25 +30,45 @@ def bump(path: Path, text: str) -> None:
 
 EDITS = {
     "edit, delete, add": [
-        ("write", "pkg/app.py", "from pkg.util import helper as h\nfrom pkg.other import helper\n\n\n"
-                                "def main():\n    h(2)\n    return helper(3)\n"),
+        (
+            "write",
+            "pkg/app.py",
+            "from pkg.util import helper as h\nfrom pkg.other import helper\n\n\n"
+            "def main():\n    h(2)\n    return helper(3)\n",
+        ),
         ("delete", "web/src/other.ts", None),
-        ("write", "pkg/extra.py", "from pkg.app import main\n\n\ndef again():\n    return main()\n"),
+        (
+            "write",
+            "pkg/extra.py",
+            "from pkg.app import main\n\n\ndef again():\n    return main()\n",
+        ),
     ],
     "a base class loses a method": [
-        ("write", "pkg/util.py", '__all__ = ["helper", "Base"]\n\n\ndef helper(x):\n    return x\n\n\n'
-                                 "class Base:\n    def run(self):\n        return 1\n"),
+        (
+            "write",
+            "pkg/util.py",
+            '__all__ = ["helper", "Base"]\n\n\ndef helper(x):\n    return x\n\n\n'
+            "class Base:\n    def run(self):\n        return 1\n",
+        ),
     ],
     "a re-export chain changes its source": [
         ("write", "pkg/chain_b.py", "from pkg.chain_a2 import foo\n"),
     ],
     "the aliased target moves": [
-        ("write", "pkg/util.py", 'from pkg.other import helper\n__all__ = ["helper", "Base"]\n\n\n'
-                                 "class Base:\n    def run(self):\n        return self.step()\n\n"
-                                 "    def step(self):\n        return helper(1)\n"),
+        (
+            "write",
+            "pkg/util.py",
+            'from pkg.other import helper\n__all__ = ["helper", "Base"]\n\n\n'
+            "class Base:\n    def run(self):\n        return self.step()\n\n"
+            "    def step(self):\n        return helper(1)\n",
+        ),
         ("delete", "web/src/lib.ts", None),
-        ("write", "web/src/lib/index.ts", "export function format(x: number): string { return ''; }\n"
-                                          "export class Greeter { greet(n: string) { return format(1); } }\n"),
+        (
+            "write",
+            "web/src/lib/index.ts",
+            "export function format(x: number): string { return ''; }\n"
+            "export class Greeter { greet(n: string) { return format(1); } }\n",
+        ),
     ],
 }
 
@@ -84,11 +104,11 @@ def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
     assert report.parsed < first.parsed
     after = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
     conn.close()
-    assert after != before                       # the edit changed the graph...
+    assert after != before  # the edit changed the graph...
     full = rebuild(root, tmp_path / "fresh-home")
     assert after["files"] == full["files"]
     assert after["symbols"] == full["symbols"]
-    assert after["edges"] == full["edges"]       # ...exactly as a rebuild does
+    assert after["edges"] == full["edges"]  # ...exactly as a rebuild does
     assert len(after["edges"]) > 10
     if case == "a re-export chain changes its source":
         calls = {(a, b) for a, _, b, _, kind, *_ in after["edges"] if kind == "call"}
@@ -122,7 +142,7 @@ def test_unchanged_reindex_parses_nothing(tmp_path, marm_home):
     conn = code_graph.connect(marm_home)
     index_tree(conn, root, workers=1)
     before = code_graph.snapshot(conn, 1)
-    (root / "pkg/app.py").touch()               # new mtime, same content: hashed, not parsed
+    (root / "pkg/app.py").touch()  # new mtime, same content: hashed, not parsed
     again = index_tree(conn, root, workers=1)
     assert again.parsed == 0 and again.unchanged == again.files == 10
     assert code_graph.snapshot(conn, 1) == before
@@ -137,7 +157,9 @@ def test_bad_files_are_reported_and_skipped(tmp_path, marm_home):
     line = "export function generated_{0}(a) {{ return a + {0}; }}\n"
     (root / "dist/bundle.js").write_text("".join(line.format(i) for i in range(100_000)))
     assert (root / "dist/bundle.js").stat().st_size > 5_000_000
-    (root / "broken.py").write_text("def ok():\n    return 1\n\ndef broken(:\n    pass\n\ndef after():\n    return ok()\n")
+    (root / "broken.py").write_text(
+        "def ok():\n    return 1\n\ndef broken(:\n    pass\n\ndef after():\n    return ok()\n"
+    )
     (root / "ignored").mkdir()
     (root / ".gitignore").write_text("ignored/\n")
     (root / "ignored/skip.py").write_text("def never(): pass\n")
@@ -152,8 +174,8 @@ def test_bad_files_are_reported_and_skipped(tmp_path, marm_home):
     names = {r[1] for r in code_graph.snapshot(conn, tid)["symbols"]}
     assert {"broken.ok", "broken.after", "pkg.util.helper", "web/src/lib.Greeter"} <= names
     assert not any(n.startswith(("ignored", "blob", "latin1", "dist")) for n in names)
-    assert report.parsed == 11                   # the fixture's ten files and broken.py
-    again = index_tree(conn, root, workers=1)    # skipped files are not read again
+    assert report.parsed == 11  # the fixture's ten files and broken.py
+    again = index_tree(conn, root, workers=1)  # skipped files are not read again
     assert again.parsed == 0 and {s["path"] for s in again.skipped} == set(reasons)
     conn.close()
 
