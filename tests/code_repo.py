@@ -1,6 +1,6 @@
 """A small repository for code-graph tests: Python and TypeScript, with imports,
-aliases, a class hierarchy, a star import with ``__all__``, and a name (``helper`` /
-``format``) that two modules define."""
+aliases, a class hierarchy, a star import with ``__all__``, typed fields, and a name
+(``helper`` / ``format``) that two modules define. Twelve files."""
 
 from __future__ import annotations
 
@@ -96,6 +96,31 @@ import { run } from "./main";
 
 export function View() {
   return <div>{run()}</div>;
+}
+""",
+    "pkg/service.py": """\
+from pkg.models import Child
+
+
+class Service:
+    helper: Child
+
+    def __init__(self):
+        self.child = Child()
+
+    def work(self):
+        self.child.go()
+        return self.helper.step()
+""",
+    "web/src/service.ts": """\
+import { Greeter } from "./lib";
+
+export class Service {
+  constructor(private greeter: Greeter) {}
+
+  hello(): string {
+    return this.greeter.greet("x");
+  }
 }
 """,
 }

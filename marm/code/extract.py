@@ -84,6 +84,7 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
     defs: list[tuple] = []
     refs: list[tuple] = []  # (start, kind, name, receiver, line)
     typed: list[tuple] = []  # (start, var, type)
+    fields: list[tuple] = []  # (start, attribute, type, object text or None)
     import_nodes = []
     requires = []  # CommonJS: (declarator, source string)
     for _, caps in QueryCursor(query).matches(root):
@@ -122,6 +123,17 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             import_nodes.append(caps["import"][0])
         elif "require" in caps and _text(data, caps["require.fn"][0]) == "require":
             requires.append((caps["require"][0], caps["require.source"][0]))
+        elif "field" in caps:
+            node = caps["field"][0]
+            owner = caps.get("field.self")
+            fields.append(
+                (
+                    node.start_byte,
+                    _text(data, node),
+                    _text(data, caps["type"][0]),
+                    _text(data, owner[0]) if owner else None,
+                )
+            )
         elif "var" in caps:
             node = caps["var"][0]
             typed.append((node.start_byte, _text(data, node), _text(data, caps["type"][0])))
@@ -131,7 +143,7 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
                 for n in caps["all"][0].named_children
                 if n.type == "string"
             ]
-    _scope(facts, key, defs, refs, typed)
+    _scope(facts, key, defs, refs, typed, fields, LANGS[lang].self_names)
     if import_nodes or requires:
         reader = _py_imports if lang == "python" else _js_imports
         for node in import_nodes:
@@ -208,11 +220,29 @@ def _base_names(data: bytes, node, depth: int = 0) -> tuple[str, ...]:
     return out
 
 
-def _scope(facts: Facts, key: str, defs: list, refs: list, typed: list) -> None:
-    """Give every definition its parent and qualified name, every reference its scope."""
+def _scope(
+    facts: Facts,
+    key: str,
+    defs: list,
+    refs: list,
+    typed: list,
+    fields: list,
+    self_names: tuple[str, ...],
+) -> None:
+    """Give every definition its parent and qualified name, every reference its scope;
+    a typed field becomes ``self.x`` / ``this.x`` in the scope of its class."""
     defs.sort(key=lambda d: (d[0], -d[1]))
+    this = self_names[0] if self_names else None
+    field_types = [
+        (start, f"{owner or this}.{attr}", typ)
+        for start, attr, typ, owner in fields
+        if this is not None and (owner is None or owner in self_names)
+    ]
     events = sorted(
-        [(r[0], 1, r) for r in refs] + [(t[0], 2, t) for t in typed], key=lambda e: e[0]
+        [(r[0], 1, r) for r in refs]
+        + [(t[0], 2, t) for t in typed]
+        + [(f[0], 3, f) for f in field_types],
+        key=lambda e: e[0],
     )
     symbols = facts.symbols
     stack: list[tuple[int, int]] = []  # (end byte, symbol index)
@@ -252,8 +282,12 @@ def _attach(facts: Facts, event: tuple, stack: list[tuple[int, int]]) -> None:
     if what == 1:
         _, kind, name, receiver, line = item
         facts.refs.append((kind, scope, name, name, receiver, line))
-    else:
+    elif what == 2:
         facts.types.append((scope, item[1], item[2]))
+    else:
+        owner = next((i for _, i in reversed(stack) if facts.symbols[i][2] in CLASS_KINDS), None)
+        if owner is not None:
+            facts.types.append((owner, item[1], item[2]))
 
 
 def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:

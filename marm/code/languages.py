@@ -2,7 +2,8 @@
 
 Each query captures definitions (``@def.<kind>`` with ``@name``), references
 (``@call`` with ``@callee`` and an optional ``@receiver``), import statements
-(``@import``) and typed variables (``@var`` with ``@type``) for typed receivers.
+(``@import``), typed variables (``@var`` with ``@type``) and typed fields (``@field``
+with ``@type``, ``self.x = T()`` / ``private x: T``) for typed receivers.
 Python, TypeScript/TSX and JavaScript get imports and typed receivers; Go, Rust, Java,
 C and C++ get definitions and calls (their calls resolve by file, class and name).
 """
@@ -26,6 +27,12 @@ _PY = r"""
 (typed_parameter (identifier) @var type: (type (identifier) @type))
 (typed_default_parameter name: (identifier) @var type: (type (identifier) @type))
 (module (expression_statement (assignment left: (identifier) @all.name right: [(list) (tuple)] @all)))
+(assignment left: (attribute object: (identifier) @field.self attribute: (identifier) @field)
+   right: (call function: (identifier) @type))
+(assignment left: (attribute object: (identifier) @field.self attribute: (identifier) @field)
+   type: (type (identifier) @type))
+(class_definition body: (block (expression_statement
+   (assignment left: (identifier) @field type: (type (identifier) @type)))))
 """
 
 _JS_COMMON = r"""
@@ -58,6 +65,11 @@ _TS = (
 (interface_declaration name: (type_identifier) @name) @def.interface
 (variable_declarator name: (identifier) @var type: (type_annotation (type_identifier) @type))
 (required_parameter pattern: (identifier) @var type: (type_annotation (type_identifier) @type))
+(public_field_definition name: (property_identifier) @field type: (type_annotation (type_identifier) @type))
+(required_parameter (accessibility_modifier) pattern: (identifier) @field
+   type: (type_annotation (type_identifier) @type))
+(assignment_expression left: (member_expression object: (this) @field.self property: (property_identifier) @field)
+   right: (new_expression constructor: (identifier) @type))
 (optional_parameter pattern: (identifier) @var type: (type_annotation (type_identifier) @type))
 """
 )

@@ -14,7 +14,7 @@ def repo(tmp_path, marm):
     indexed = marm("code", "index", cwd=root / "pkg")
     assert indexed.code == 0, indexed.err
     data = indexed.json()
-    assert data["repo"] == str(root) and data["parsed"] == 10 and data["full"]
+    assert data["repo"] == str(root) and data["parsed"] == 12 and data["full"]
     return root
 
 
@@ -32,7 +32,7 @@ def test_lookup_trace_architecture(repo, marm):
     text = marm("code", "trace", "run", "--text", cwd=repo)
     assert text.code == 0 and "<- web/src/view.View  web/src/view.tsx:3" in text.out
     arch = marm("code", "architecture", cwd=repo).json()
-    assert arch["files"] == 10 and {p["path"] for p in arch["packages"]} >= {"pkg", "web/src"}
+    assert arch["files"] == 12 and {p["path"] for p in arch["packages"]} >= {"pkg", "web/src"}
     assert arch["central"] and arch["languages"]["python"] > 0 and arch["languages"]["tsx"] > 0
     assert any(s["qname"] == "pkg.app.main" for s in arch["entry_points"])
 
@@ -61,7 +61,7 @@ def test_impact_of_a_symbol_and_of_a_diff(repo, marm):
 
 def test_projects_forget_and_errors(repo, tmp_path, marm):
     projects = marm("code", "projects", cwd=tmp_path).json()["projects"]
-    assert [(p["path"], p["files"]) for p in projects] == [(str(repo), 10)]
+    assert [(p["path"], p["files"]) for p in projects] == [(str(repo), 12)]
     unindexed = git_init(tmp_path / "other")
     missing = marm("code", "lookup", "helper", cwd=unindexed)
     assert missing.code == 3 and "not indexed" in missing.err

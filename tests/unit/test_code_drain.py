@@ -21,7 +21,7 @@ def test_sweep_indexes_dirty_repositories_and_records_the_run(ctx, tmp_path):
     assert code_repos.get(store, str(root)).dirty_since is None
     assert code_repos.get(store, str(root)).last_indexed_at is not None
     runs = events.recent(store, action="code.index")
-    assert [e.entity_id for e in runs] == [str(root)] and runs[0].detail["parsed"] == 10
+    assert [e.entity_id for e in runs] == [str(root)] and runs[0].detail["parsed"] == 12
     found = links.symbols_named(ctx.home, ["helper", "Greeter.greet", "no_such_symbol"])
     assert sorted(s.qname for s in found["helper"]) == ["pkg.other.helper", "pkg.util.helper"]
     assert [(s.path, s.line) for s in found["Greeter.greet"]] == [("web/src/lib.ts", 6)]
@@ -51,7 +51,7 @@ def test_index_repo_is_refused_while_another_holds_the_lease(ctx, tmp_path):
     root = write_repo(tmp_path / "repo")
     with leases.hold(ctx.store(), ctx.home, "code-index", holder="someone"), pytest.raises(Busy):
         index_repo(ctx, root)
-    assert index_repo(ctx, root).parsed == 10
+    assert index_repo(ctx, root).parsed == 12
 
 
 def test_links_are_empty_without_a_code_graph(ctx):

@@ -33,8 +33,8 @@ def edges(conn, tree_id: int) -> set[tuple]:
 
 def test_index_reports_every_file(graph):
     _, tree, report = graph
-    assert report.parsed == 10 and report.full and not report.skipped and not report.partial
-    assert tree.files == 10
+    assert report.parsed == 12 and report.full and not report.skipped and not report.partial
+    assert tree.files == 12
 
 
 def test_resolution_rules(graph):
@@ -65,6 +65,16 @@ def test_resolution_rules(graph):
     assert ("web/src/main.run", "web/src/lib.Greeter.greet", "call", "typed-receiver", 5) in e
     assert ("web/src/view.View", "web/src/main.run", "call", "import", 4) in e
     assert ("web/src/lib.Greeter.greet", "web/src/lib.format", "call", "same-file", 7) in e
+    # typed fields: self.x = T(), a class-level annotation, a TS parameter property
+    assert ("pkg.service.Service.work", "pkg.models.Child.go", "call", "typed-receiver", 11) in e
+    assert ("pkg.service.Service.work", "pkg.models.Child.step", "call", "typed-receiver", 12) in e
+    assert (
+        "web/src/service.Service.hello",
+        "web/src/lib.Greeter.greet",
+        "call",
+        "typed-receiver",
+        7,
+    ) in e
     # module imports are edges too
     assert ("pkg.app", "pkg.util.helper", "import", "import", 1) in e
 

@@ -144,7 +144,7 @@ def test_unchanged_reindex_parses_nothing(tmp_path, marm_home):
     before = code_graph.snapshot(conn, 1)
     (root / "pkg/app.py").touch()  # new mtime, same content: hashed, not parsed
     again = index_tree(conn, root, workers=1)
-    assert again.parsed == 0 and again.unchanged == again.files == 10
+    assert again.parsed == 0 and again.unchanged == again.files == 12
     assert code_graph.snapshot(conn, 1) == before
     conn.close()
 
@@ -174,7 +174,7 @@ def test_bad_files_are_reported_and_skipped(tmp_path, marm_home):
     names = {r[1] for r in code_graph.snapshot(conn, tid)["symbols"]}
     assert {"broken.ok", "broken.after", "pkg.util.helper", "web/src/lib.Greeter"} <= names
     assert not any(n.startswith(("ignored", "blob", "latin1", "dist")) for n in names)
-    assert report.parsed == 11  # the fixture's ten files and broken.py
+    assert report.parsed == 13  # the fixture's twelve files and broken.py
     again = index_tree(conn, root, workers=1)  # skipped files are not read again
     assert again.parsed == 0 and {s["path"] for s in again.skipped} == set(reasons)
     conn.close()
