@@ -36,6 +36,8 @@ PARALLEL_MIN_FILES = 300
 #: A full build of at least this many files drops the secondary indexes and builds
 #: them again afterwards (much faster than maintaining them row by row).
 BULK_MIN_FILES = 500
+#: Parsed rows are written in batches of about this many refs.
+FLUSH_REFS = 20_000
 #: How many re-export hops an incremental run follows (the resolver follows as many).
 MAX_REEXPORT_DEPTH = 5
 #: Up to this many refs to re-resolve, the resolver reads symbols on demand instead of
@@ -211,6 +213,7 @@ def _update(
     if bulk:
         code_graph.drop_indexes(conn)
     writer = code_graph.Writer(conn, tree_id)
+    written: list[tuple] = []
     with _bar(progress, len(todo), "parsing") as bar:
         for path, facts in _parse_all([(t[0], t[1], t[2]) for t in todo], workers, bar):
             _, _, lang, size, mtime_ns, digest = meta[path]
@@ -220,7 +223,9 @@ def _update(
             new_ids.append(writer.add(path, lang, size, mtime_ns, digest, facts))
             report.parsed += 1
             report.lines_parsed += facts.lines
-    written = writer.flush()
+            if len(writer.refs) >= FLUSH_REFS:  # write while the workers keep parsing
+                written.extend(writer.flush())
+    written.extend(writer.flush())
     if full:
         refs = written
     else:
