@@ -353,8 +353,13 @@ def code_impact(
     depth: Annotated[int, Param("how many edges away (1-6)")] = 3,
     repo: Annotated[str | None, _REPO] = None,
 ) -> ImpactResult:
-    """What depends on a symbol, or on everything changed since a revision, ranked by
-    distance and confidence (calls, imports and subclasses count)."""
+    """What depends on a symbol, or on everything a diff since REF touched.
+
+    Dependents are callers, importers and subclasses, found by walking the graph
+    backwards and ranked by distance, then by the product of edge confidences.
+    `--since REF` takes the symbols around every line changed since REF (committed or
+    not, plus untracked files) as the starting points.
+    """
     from dataclasses import asdict
 
     from marm.code import query as q
