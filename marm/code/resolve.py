@@ -42,6 +42,35 @@ CONFIDENCE = {
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
+
+
+def _python_builtins() -> frozenset[str]:
+    import builtins
+
+    names = set(dir(builtins))
+    for t in (str, bytes, list, dict, set, tuple, int, float, object):
+        names.update(dir(t))
+    return frozenset(names)
+
+
+_JS_BUILTINS = frozenset(
+    """String Number Boolean Object Array Map Set WeakMap Promise Symbol Error TypeError Date
+    JSON Math RegExp parseInt parseFloat isNaN setTimeout clearTimeout setInterval
+    clearInterval require console log warn error info debug push pop shift unshift slice
+    splice concat join map filter reduce forEach find findIndex some every includes indexOf
+    keys values entries get set has delete add clear then catch finally resolve reject
+    toString valueOf hasOwnProperty call apply bind split replace trim toLowerCase
+    toUpperCase startsWith endsWith match test exec stringify parse assign freeze create
+    sort reverse fill from of isArray length charAt substring padStart padEnd""".split()
+)
+#: Names a call without a resolvable target most likely means the language's own
+#: (``str()``, ``x.append()``, ``arr.map()``): no name-only guess is made for them.
+_BUILTINS: dict[str, frozenset[str]] = {
+    "python": _python_builtins(),
+    "javascript": _JS_BUILTINS,
+    "typescript": _JS_BUILTINS,
+    "tsx": _JS_BUILTINS,
+}
 _CALLABLE = frozenset(
     {"function", "class", "method", "struct", "interface", "trait", "enum", "type"}
 )
@@ -396,6 +425,8 @@ class Resolver:
         return None
 
     def _name_only(self, fid: int, name: str, methods: bool) -> list[tuple[int, str, float]]:
+        if name in _BUILTINS.get(self.file_lang[fid], ()):
+            return []
         if methods:
             cands = self.methods.get(name, ())
         else:
