@@ -133,3 +133,17 @@ def test_pagerank_puts_the_shared_helper_above_leaf_code(graph):
     leaf = code_graph.find_symbols(conn, tree.id, "pkg.app.main")[0]
     helper = code_graph.find_symbols(conn, tree.id, "pkg.util.helper")[0]
     assert helper.rank > leaf.rank
+
+
+def test_name_only_edges_are_low_confidence_and_skip_builtins(tmp_path, marm_home):
+    from tests.helpers import git_init
+
+    root = git_init(tmp_path / "small").resolve()
+    (root / "a.py").write_text("def str(x):\n    return x\n\n\ndef shout(x):\n    return x\n")
+    (root / "b.py").write_text("def f():\n    return str(1)\n\n\ndef g():\n    return shout(1)\n")
+    conn = code_graph.connect(marm_home)
+    index_tree(conn, root, workers=1)
+    rows = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)["edges"]
+    conn.close()
+    calls = {(a, b, rule, conf, line) for a, _, b, _, kind, rule, conf, line in rows if kind == "call"}
+    assert calls == {("b.g", "a.shout", "name-only", 0.5, 6)}  # a guess, kept, but not str()
