@@ -66,8 +66,15 @@ class IndexReport:
     partial: list[dict[str, str]] = field(default_factory=list)
 
 
-def _parse(item: tuple[str, bytes, str]) -> tuple[str, Facts | str]:
-    path, data, lang = item
+def _parse(item: tuple[str, str, str]) -> tuple[str, Facts | str]:
+    """Read and parse one file. The file is read again here (the first read, to hash it,
+    kept nothing), so a large index never holds every changed file in memory."""
+    path, full_path, lang = item
+    try:
+        with open(full_path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return path, f"unreadable: {exc.strerror}"
     try:
         return path, extract(path, data, lang)
     except Exception as exc:  # noqa: BLE001 - one bad file never stops the index
@@ -75,7 +82,7 @@ def _parse(item: tuple[str, bytes, str]) -> tuple[str, Facts | str]:
 
 
 def _parse_all(
-    items: list[tuple[str, bytes, str]], workers: int, bar: Any
+    items: list[tuple[str, str, str]], workers: int, bar: Any
 ) -> list[tuple[str, Facts | str]]:
     if workers <= 1 or len(items) < PARALLEL_MIN_FILES:
         out = []
@@ -119,7 +126,7 @@ def index_tree(
         known = code_graph.file_states(conn, tree.id)
         full = full or not known
         report.full = full
-        todo: list[tuple[str, bytes, str, int, int, str]] = []
+        todo: list[tuple[str, str, int, int, str]] = []  # path, lang, size, mtime, hash
         touched = []
         skipped = []
         base = str(root) + os.sep
@@ -162,7 +169,7 @@ def index_tree(
             if why is not None:
                 skipped.append((path, lang, st, digest, why))
                 continue
-            todo.append((path, data, lang, st.st_size, st.st_mtime_ns, digest))
+            todo.append((path, lang, st.st_size, st.st_mtime_ns, digest))
         code_graph.touch_files(conn, touched)
         gone = [p for p in known if p not in present]
         replaced = [
@@ -215,8 +222,9 @@ def _update(
     writer = code_graph.Writer(conn, tree_id)
     written: list[tuple] = []
     with _bar(progress, len(todo), "parsing") as bar:
-        for path, facts in _parse_all([(t[0], t[1], t[2]) for t in todo], workers, bar):
-            _, _, lang, size, mtime_ns, digest = meta[path]
+        items = [(t[0], os.path.join(root, t[0]), t[1]) for t in todo]
+        for path, facts in _parse_all(items, workers, bar):
+            _, lang, size, mtime_ns, digest = meta[path]
             if isinstance(facts, str):
                 code_graph.add_skipped(conn, tree_id, path, lang, size, mtime_ns, digest, facts)
                 continue
@@ -322,7 +330,9 @@ def _rank(
             break
         rank = new
     scaled = rank * n
-    code_graph.set_ranks(conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True))
+    code_graph.set_ranks(
+        conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True)
+    )
     return len(edges)
 
 
