@@ -171,6 +171,7 @@ GROUP_HELP: dict[tuple[str, ...], str] = {
     ("session",): "Choose the session new memories are tagged with.",
     ("config",): "Show and save runtime settings.",
     ("concepts",): "The concept graph: what memories are about, and how those things relate.",
+    ("code",): "Index repositories with tree-sitter; look up, trace and weigh code.",
 }
 
 

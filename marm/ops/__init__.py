@@ -19,6 +19,7 @@ MODULES = (
     "marm.ops.system",
     "marm.ops.background",
     "marm.ops.concepts",
+    "marm.ops.code",
     "marm.ops.agents",
 )
 

@@ -23,6 +23,7 @@ from marm.ops.notebook import notebook_op
 from marm.ops.review import doubt
 from marm.ops.transfer import export
 from marm.store import events
+from tests.helpers import git_init
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,29 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "concepts merge": lambda s: {"a": "build cache", "b": "cache of builds"},
     "concepts remove": lambda s: {"name": "misc", "reason": "walk"},
     "concepts dismiss": lambda s: {"a": "build cache", "b": "cache"},
+    "code index": lambda s: {"path": _repo(s.cwd)},
+    "code forget": lambda s: {"path": _indexed(s.cwd)},
 }
+
+
+def _repo(cwd: Path) -> str:
+    """A small git repository to index."""
+    repo = git_init(cwd / "repo")
+    (repo / "walk.py").write_text("def walk():\n    return 1\n")
+    return str(repo)
+
+
+def _indexed(cwd: Path) -> str:
+    """Index a repository first, so that there is a code graph to forget."""
+    from marm.ops.code import code_index
+
+    repo = _repo(cwd)
+    indexer = Ctx(cwd=cwd, env=dict(os.environ))
+    try:
+        code_index(indexer, path=repo)
+    finally:
+        indexer.close()
+    return repo
 
 #: Ops that are not read_only yet append no event, each with the reason.
 EXEMPT: dict[str, str] = {

@@ -1,0 +1,400 @@
+"""One file's facts: symbols, imports, references (calls, base classes, imports), typed
+variables and ``__all__``, from one tree-sitter query per language.
+
+The query yields flat matches; scoping (which definition encloses which call, and
+hence each qualified name) is one sweep over byte offsets, so no Python code walks the
+tree node by node. Facts are plain tuples: they cross process boundaries cheaply when
+a large index is split over worker processes.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from marm.code.languages import LANGS, load
+
+#: Kinds of definitions that make the functions inside them methods.
+CLASS_KINDS = frozenset({"class", "interface", "struct", "impl", "trait", "type", "enum"})
+
+_MAX_SIGNATURE = 200
+_IMPORT_REF = {"module": "import", "from": "import-from", "star": "import-star"}
+_TS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d")
+
+
+@dataclass(slots=True)
+class Facts:
+    """What a file defines and references. Index 0 of ``symbols`` is the module itself."""
+
+    module: str
+    lines: int
+    partial: bool = False
+    #: (name, qname, kind, line, end_line, signature, parent index or -1)
+    symbols: list[tuple[str, str, str, int, int, str, int]] = field(default_factory=list)
+    #: (local name or None, module, imported name or None, kind: module|from|star, line)
+    imports: list[tuple[str | None, str, str | None, str, int]] = field(default_factory=list)
+    #: (kind, scope symbol index, name, key, receiver or None, line). Kinds: call, base,
+    #: import (module), import-from, import-star; an import's receiver is its module.
+    #: ``key`` is the name looked up elsewhere (an alias's original name).
+    refs: list[tuple[str, int, str, str, str | None, int]] = field(default_factory=list)
+    #: (scope symbol index, variable, type name): typed receivers
+    types: list[tuple[int, str, str]] = field(default_factory=list)
+    exports: list[str] | None = None  # Python ``__all__``
+
+
+def module_key(path: str, lang: str) -> str:
+    """The name other files import ``path`` by: dotted for Python/Java, a path otherwise."""
+    stem = path[: path.rfind(".")] if "." in posixpath.basename(path) else path
+    if lang == "python":
+        parts = stem.split("/")
+        if parts[-1] == "__init__" and len(parts) > 1:
+            parts = parts[:-1]
+        return ".".join(parts)
+    if lang == "java":
+        return stem.replace("/", ".")
+    if lang in ("javascript", "typescript", "tsx") and stem.endswith("/index"):
+        return stem[: -len("/index")]
+    return stem
+
+
+def extract(path: str, data: bytes, lang: str) -> Facts:
+    """Parse ``data`` (the bytes of ``path``) and collect its facts."""
+    from tree_sitter import QueryCursor
+
+    _, parser, query = load(lang)
+    tree = parser.parse(data)
+    root = tree.root_node
+    key = module_key(path, lang)
+    facts = Facts(
+        module=key,
+        lines=data.count(b"\n") + (0 if data.endswith(b"\n") else 1),
+        partial=root.has_error,
+    )
+    facts.symbols.append(
+        (
+            posixpath.basename(key) if "/" in key else key.rsplit(".", 1)[-1] or key,
+            key,
+            "module",
+            1,
+            root.end_point[0] + 1,
+            "",
+            -1,
+        )
+    )
+    defs: list[tuple] = []
+    refs: list[tuple] = []  # (start, kind, name, receiver, line)
+    typed: list[tuple] = []  # (start, var, type)
+    fields: list[tuple] = []  # (start, attribute, type, object text or None)
+    import_nodes = []
+    requires = []  # CommonJS: (declarator, source string)
+    for _, caps in QueryCursor(query).matches(root):
+        if "name" in caps:
+            kind = next(k for k in caps if k.startswith("def."))[4:]
+            node = caps["def." + kind][0]
+            name = caps["name"][0]
+            recv = caps.get("recv")
+            bases = caps.get("bases")
+            defs.append(
+                (
+                    node.start_byte,
+                    node.end_byte,
+                    kind,
+                    _text(data, name),
+                    node.start_point[0] + 1,
+                    node.end_point[0] + 1,
+                    _signature(data, node),
+                    _text(data, recv[0]) if recv else None,
+                    _base_names(data, bases[0]) if bases else (),
+                )
+            )
+        elif "callee" in caps:
+            node = caps["callee"][0]
+            receiver = caps.get("receiver")
+            refs.append(
+                (
+                    node.start_byte,
+                    "call",
+                    _text(data, node),
+                    _receiver(data, receiver[0]) if receiver else None,
+                    node.start_point[0] + 1,
+                )
+            )
+        elif "import" in caps:
+            import_nodes.append(caps["import"][0])
+        elif "require" in caps and _text(data, caps["require.fn"][0]) == "require":
+            requires.append((caps["require"][0], caps["require.source"][0]))
+        elif "field" in caps:
+            node = caps["field"][0]
+            owner = caps.get("field.self")
+            fields.append(
+                (
+                    node.start_byte,
+                    _text(data, node),
+                    _text(data, caps["type"][0]),
+                    _text(data, owner[0]) if owner else None,
+                )
+            )
+        elif "var" in caps:
+            node = caps["var"][0]
+            typed.append((node.start_byte, _text(data, node), _text(data, caps["type"][0])))
+        elif "all" in caps and _text(data, caps["all.name"][0]) == "__all__":
+            facts.exports = [
+                _text(data, n).strip("'\"")
+                for n in caps["all"][0].named_children
+                if n.type == "string"
+            ]
+    _scope(facts, key, defs, refs, typed, fields, LANGS[lang].self_names)
+    if import_nodes or requires:
+        reader = _py_imports if lang == "python" else _js_imports
+        for node in import_nodes:
+            facts.imports.extend(reader(data, node, path, key))
+        for node, source in requires:
+            facts.imports.extend(_js_require(data, node, source, path))
+        aliases = {
+            local: name
+            for local, _, name, kind, _ in facts.imports
+            if kind == "from" and local and name and local != name
+        }
+        if aliases:
+            facts.refs = [
+                (k, s, n, aliases.get(n, n) if r is None else n, r, line)
+                for k, s, n, _, r, line in facts.refs
+            ]
+        sep = LANGS[lang].module_sep
+        for local, module, name, kind, line in facts.imports:
+            facts.refs.append(
+                (
+                    _IMPORT_REF[kind],
+                    0,
+                    local or "*",
+                    name or module.rsplit(sep, 1)[-1],
+                    module,
+                    line,
+                )
+            )
+    return facts
+
+
+def _text(data: bytes, node) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+
+def _receiver(data: bytes, node) -> str:
+    text = _text(data, node)
+    return text if len(text) <= 80 and "\n" not in text else "?"
+
+
+def _signature(data: bytes, node) -> str:
+    body = node.child_by_field_name("body")
+    end = body.start_byte if body is not None else node.end_byte
+    raw = data[node.start_byte : min(end, node.start_byte + 4 * _MAX_SIGNATURE)].decode(
+        "utf-8", "replace"
+    )
+    sig = " ".join(raw.split()).rstrip("{ ").rstrip()
+    return sig if len(sig) <= _MAX_SIGNATURE else sig[: _MAX_SIGNATURE - 1] + "…"
+
+
+_BASE_TYPES = frozenset(
+    {
+        "identifier",
+        "type_identifier",
+        "attribute",
+        "member_expression",
+        "scoped_type_identifier",
+        "qualified_identifier",
+        "generic_type",
+    }
+)
+
+
+def _base_names(data: bytes, node, depth: int = 0) -> tuple[str, ...]:
+    if node.type in _BASE_TYPES:
+        if node.type == "generic_type" and node.named_child_count:
+            node = node.named_children[0]
+        return (_text(data, node),)
+    if depth > 3 or node.type == "keyword_argument":
+        return ()
+    out: tuple[str, ...] = ()
+    for child in node.named_children:
+        out += _base_names(data, child, depth + 1)
+    return out
+
+
+def _scope(
+    facts: Facts,
+    key: str,
+    defs: list,
+    refs: list,
+    typed: list,
+    fields: list,
+    self_names: tuple[str, ...],
+) -> None:
+    """Give every definition its parent and qualified name, every reference its scope;
+    a typed field becomes ``self.x`` / ``this.x`` in the scope of its class."""
+    defs.sort(key=lambda d: (d[0], -d[1]))
+    this = self_names[0] if self_names else None
+    field_types = [
+        (start, f"{owner or this}.{attr}", typ)
+        for start, attr, typ, owner in fields
+        if this is not None and (owner is None or owner in self_names)
+    ]
+    events = sorted(
+        [(r[0], 1, r) for r in refs]
+        + [(t[0], 2, t) for t in typed]
+        + [(f[0], 3, f) for f in field_types],
+        key=lambda e: e[0],
+    )
+    symbols = facts.symbols
+    stack: list[tuple[int, int]] = []  # (end byte, symbol index)
+    ei = 0
+    base_refs = []
+    for start, end, kind, name, line, end_line, sig, recv, bases in defs:
+        while ei < len(events) and events[ei][0] < start:
+            _attach(facts, events[ei], stack)
+            ei += 1
+        while stack and stack[-1][0] <= start:
+            stack.pop()
+        parent = stack[-1][1] if stack else 0
+        parent_kind = symbols[parent][2]
+        if kind == "function" and parent_kind in CLASS_KINDS:
+            kind = "method"
+        if recv:
+            qname = f"{key}.{recv}.{name}"
+        else:
+            qname = f"{symbols[parent][1]}.{name}"
+        index = len(symbols)
+        symbols.append((name, qname, kind, line, end_line, sig, parent))
+        for base in bases:
+            receiver, _, base_name = base.rpartition(".")
+            base_refs.append(("base", index, base_name, base_name, receiver or None, line))
+        stack.append((end, index))
+    while ei < len(events):
+        _attach(facts, events[ei], stack)
+        ei += 1
+    facts.refs.extend(base_refs)
+
+
+def _attach(facts: Facts, event: tuple, stack: list[tuple[int, int]]) -> None:
+    start, what, item = event
+    while stack and stack[-1][0] <= start:
+        stack.pop()
+    scope = stack[-1][1] if stack else 0
+    if what == 1:
+        _, kind, name, receiver, line = item
+        facts.refs.append((kind, scope, name, name, receiver, line))
+    elif what == 2:
+        facts.types.append((scope, item[1], item[2]))
+    else:
+        owner = next((i for _, i in reversed(stack) if facts.symbols[i][2] in CLASS_KINDS), None)
+        if owner is not None:
+            facts.types.append((owner, item[1], item[2]))
+
+
+def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
+    line = node.start_point[0] + 1
+    out = []
+    if node.type == "import_statement":
+        for child in node.named_children:
+            if child.type == "dotted_name":
+                module = _text(data, child)
+                out.append((module, module, None, "module", line))
+            elif child.type == "aliased_import":
+                module = _text(data, child.child_by_field_name("name"))
+                out.append(
+                    (_text(data, child.child_by_field_name("alias")), module, None, "module", line)
+                )
+        return out
+    module_node = node.child_by_field_name("module_name")
+    if module_node is None:
+        return out
+    module = _text(data, module_node)
+    if module.startswith("."):
+        rest = module.lstrip(".")
+        level = len(module) - len(rest)
+        package = key.split(".")
+        if not path.endswith("__init__.py") and not path.endswith("__init__.pyi"):
+            package = package[:-1]
+        package = package[: len(package) - (level - 1)] if level > 1 else package
+        module = ".".join([*package, rest] if rest else package)
+    if any(c.type == "wildcard_import" for c in node.named_children):
+        return [(None, module, None, "star", line)]
+    for child in node.children_by_field_name("name"):
+        if child.type == "aliased_import":
+            name = _text(data, child.child_by_field_name("name"))
+            out.append(
+                (_text(data, child.child_by_field_name("alias")), module, name, "from", line)
+            )
+        else:
+            name = _text(data, child)
+            out.append((name, module, name, "from", line))
+    return out
+
+
+def _js_module(path: str, source: str) -> str:
+    if not source.startswith("."):
+        return source
+    target = posixpath.normpath(posixpath.join(posixpath.dirname(path), source))
+    for ext in _TS_EXTS:
+        if target.endswith(ext):
+            target = target[: -len(ext)]
+            break
+    return target[: -len("/index")] if target.endswith("/index") else target
+
+
+def _js_require(data: bytes, node, source, path: str) -> list[tuple]:
+    """``const x = require("./m")`` binds a module; ``const {a, b: c} = require(...)`` names."""
+    module = _js_module(path, _text(data, source).strip("'\"`"))
+    line = node.start_point[0] + 1
+    target = node.child_by_field_name("name")
+    if target is None:
+        return []
+    if target.type == "identifier":
+        return [(_text(data, target), module, None, "module", line)]
+    out = []
+    if target.type == "object_pattern":
+        for child in target.named_children:
+            if child.type == "shorthand_property_identifier_pattern":
+                name = _text(data, child)
+                out.append((name, module, name, "from", line))
+            elif child.type == "pair_pattern":
+                key, value = child.child_by_field_name("key"), child.child_by_field_name("value")
+                if key is not None and value is not None and value.type == "identifier":
+                    out.append((_text(data, value), module, _text(data, key), "from", line))
+    return out
+
+
+def _js_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
+    source = node.child_by_field_name("source")
+    if source is None:
+        return []
+    module = _js_module(path, _text(data, source).strip("'\"`"))
+    line = node.start_point[0] + 1
+    out = []
+    clause = next(
+        (
+            c
+            for c in node.named_children
+            if c.type in ("import_clause", "export_clause", "namespace_export")
+        ),
+        None,
+    )
+    if clause is None:
+        return [(None, module, None, "star" if node.type == "export_statement" else "module", line)]
+    if clause.type == "namespace_export":
+        ident = next((c for c in clause.named_children), None)
+        return [(_text(data, ident) if ident else None, module, None, "module", line)]
+    for child in clause.named_children if clause.type == "import_clause" else [clause]:
+        if child.type == "identifier":
+            out.append((_text(data, child), module, "default", "from", line))
+        elif child.type == "namespace_import":
+            ident = next((c for c in child.named_children), None)
+            if ident is not None:
+                out.append((_text(data, ident), module, None, "module", line))
+        elif child.type in ("named_imports", "export_clause"):
+            for spec in child.named_children:
+                if spec.type not in ("import_specifier", "export_specifier"):
+                    continue
+                name = _text(data, spec.child_by_field_name("name"))
+                alias = spec.child_by_field_name("alias")
+                out.append((_text(data, alias) if alias else name, module, name, "from", line))
+    return out

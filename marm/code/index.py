@@ -1,0 +1,396 @@
+"""Incremental indexing of one repository into the code graph.
+
+1. List files (git); ``stat`` each; files whose (size, mtime) match what is stored are
+   not even read. The rest are read and hashed; an unchanged hash only refreshes the
+   stored stat. An unchanged repository therefore costs one ``git ls-files`` and one
+   ``stat`` per file.
+2. Changed files are parsed (over worker processes when there are many) and replace
+   their old rows; deleted files are removed.
+3. Only affected refs are re-resolved: those in changed files, those whose key is a
+   name the changed files defined before or after, those in files importing a changed
+   module (and, when what the changed files define, export or import changed, in files
+   re-exporting from them, transitively), and those whose edge pointed into a changed
+   file. When a class
+   hierarchy may have changed (base lists differ, or a base reference elsewhere is
+   affected), every ref is re-resolved: method lookups through bases can change far
+   away. The result equals a full rebuild (a test checks it).
+4. PageRank over the call/import/inherit edges ranks symbols for ``architecture``; an
+   incremental run re-ranks once 1% of the edges changed since the last ranking.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from marm.code import files as fs
+from marm.code.extract import Facts, extract
+from marm.store import code_graph, now
+
+#: Below this many changed files, parsing stays in this process.
+PARALLEL_MIN_FILES = 300
+#: A full build of at least this many files drops the secondary indexes and builds
+#: them again afterwards (much faster than maintaining them row by row).
+BULK_MIN_FILES = 500
+#: Parsed rows are written in batches of about this many refs.
+FLUSH_REFS = 20_000
+#: How many re-export hops an incremental run follows (the resolver follows as many).
+MAX_REEXPORT_DEPTH = 5
+#: Up to this many refs to re-resolve, the resolver reads symbols on demand instead of
+#: loading the whole tree.
+LAZY_MAX_REFS = 20_000
+#: Centrality is recomputed once the edges changed since the last ranking reach this
+#: share of all edges: a one-line edit in a large tree does not pay a whole PageRank,
+#: and ranks never drift far.
+RERANK_SHARE = 0.01
+
+
+@dataclass
+class IndexReport:
+    root: str
+    full: bool
+    files: int = 0
+    parsed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    lines_parsed: int = 0
+    refs_resolved: int = 0
+    edges: int = 0
+    workers: int = 1
+    seconds: float = 0.0
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    partial: list[dict[str, str]] = field(default_factory=list)
+
+
+def _parse(item: tuple[str, str, str]) -> tuple[str, Facts | str]:
+    """Read and parse one file. The file is read again here (the first read, to hash it,
+    kept nothing), so a large index never holds every changed file in memory."""
+    path, full_path, lang = item
+    try:
+        with open(full_path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return path, f"unreadable: {exc.strerror}"
+    try:
+        return path, extract(path, data, lang)
+    except Exception as exc:  # noqa: BLE001 - one bad file never stops the index
+        return path, f"parser failed: {type(exc).__name__}: {exc}"
+
+
+def _parse_all(
+    items: list[tuple[str, str, str]], workers: int, bar: Any
+) -> list[tuple[str, Facts | str]]:
+    if workers <= 1 or len(items) < PARALLEL_MIN_FILES:
+        out = []
+        for item in items:
+            out.append(_parse(item))
+            bar.advance(1)
+        return out
+    import multiprocessing
+    import threading
+
+    # fork is cheapest, but only safe while this process runs a single thread (an MCP
+    # server runs several): otherwise start clean interpreters
+    single = threading.active_count() == 1
+    method = "fork" if single and "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        out = []
+        for result in pool.imap(_parse, items, chunksize=16):
+            out.append(result)
+            bar.advance(1)
+        return out
+
+
+def default_workers() -> int:
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def index_tree(
+    conn, root: Path, *, full: bool = False, workers: int | None = None, progress: Any = None
+) -> IndexReport:
+    """Bring the code graph of the repository at ``root`` up to date."""
+    started = time.monotonic()
+    workers = default_workers() if workers is None else max(1, workers)
+    report = IndexReport(root=str(root), full=full)
+    listed = fs.source_files(root)
+    report.files = len(listed)
+    with code_graph.transaction(conn):
+        tree = code_graph.tree(conn, str(root), create=True)
+        assert tree is not None
+        if full:
+            code_graph.clear_tree(conn, tree.id)
+        known = code_graph.file_states(conn, tree.id)
+        full = full or not known
+        report.full = full
+        todo: list[tuple[str, str, int, int, str]] = []  # path, lang, size, mtime, hash
+        touched = []
+        skipped = []
+        base = str(root) + os.sep
+        present = set()
+        for path, lang in listed:
+            try:
+                st = os.stat(base + path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            present.add(path)
+            old = known.get(path)
+            if old is not None and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns:
+                report.unchanged += 1
+                continue
+            if st.st_size > fs.MAX_BYTES:
+                skipped.append(
+                    (
+                        path,
+                        lang,
+                        st,
+                        None,
+                        f"larger than {fs.MAX_BYTES // 1_000_000} MB (generated?)",
+                    )
+                )
+                continue
+            try:
+                with open(base + path, "rb") as fh:
+                    data = fh.read()
+            except OSError as exc:
+                skipped.append((path, lang, st, None, f"unreadable: {exc.strerror}"))
+                continue
+            digest = fs.digest(data)
+            if old is not None and old.hash == digest:
+                touched.append((st.st_size, st.st_mtime_ns, old.id))
+                report.unchanged += 1
+                continue
+            why = fs.problem(data)
+            if why is not None:
+                skipped.append((path, lang, st, digest, why))
+                continue
+            todo.append((path, lang, st.st_size, st.st_mtime_ns, digest))
+        code_graph.touch_files(conn, touched)
+        gone = [p for p in known if p not in present]
+        replaced = [
+            known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone if p in known
+        ]
+        report.deleted = len([p for p in gone if p in known])
+        if replaced or todo or skipped:
+            _update(conn, tree.id, root, todo, skipped, replaced, full, workers, progress, report)
+        code_graph.finish_tree(conn, tree.id, now())
+        report.skipped = [
+            {"path": p, "reason": n}
+            for p, s, n in code_graph.skipped(conn, tree.id)
+            if s == "skipped"
+        ]
+        report.partial = [
+            {"path": p, "reason": n}
+            for p, s, n in code_graph.skipped(conn, tree.id)
+            if s == "partial"
+        ]
+    report.seconds = round(time.monotonic() - started, 3)
+    return report
+
+
+def _update(
+    conn,
+    tree_id: int,
+    root: Path,
+    todo: list,
+    skipped: list,
+    replaced: list[int],
+    full: bool,
+    workers: int,
+    progress: Any,
+    report: IndexReport,
+) -> None:
+    from marm.code.resolve import Resolver
+
+    if not full:
+        old = code_graph.shape(conn, replaced)
+        into = code_graph.refs_into(conn, replaced)
+    removed = code_graph.delete_files(conn, replaced)
+    for path, lang, st, digest, note in skipped:
+        code_graph.add_skipped(conn, tree_id, path, lang, st.st_size, st.st_mtime_ns, digest, note)
+    meta = {t[0]: t for t in todo}
+    report.workers = workers if len(todo) >= PARALLEL_MIN_FILES else 1
+    new_ids = []
+    bulk = full and len(todo) >= BULK_MIN_FILES
+    if bulk:
+        code_graph.drop_indexes(conn)
+    writer = code_graph.Writer(conn, tree_id)
+    written: list[tuple] = []
+    with _bar(progress, len(todo), "parsing") as bar:
+        items = [(t[0], os.path.join(root, t[0]), t[1]) for t in todo]
+        for path, facts in _parse_all(items, workers, bar):
+            _, lang, size, mtime_ns, digest = meta[path]
+            if isinstance(facts, str):
+                code_graph.add_skipped(conn, tree_id, path, lang, size, mtime_ns, digest, facts)
+                continue
+            new_ids.append(writer.add(path, lang, size, mtime_ns, digest, facts))
+            report.parsed += 1
+            report.lines_parsed += facts.lines
+            if len(writer.refs) >= FLUSH_REFS:  # write while the workers keep parsing
+                written.extend(writer.flush())
+    written.extend(writer.flush())
+    if full:
+        refs = written
+    else:
+        new = code_graph.shape(conn, new_ids)
+        modules = old.modules | new.modules
+        importing = code_graph.importers(conn, tree_id, _suffixes(modules))
+        if old.interface != new.interface:
+            importing |= _reexport_closure(conn, tree_id, modules)
+        refs = code_graph.affected_refs(
+            conn, tree_id, set(new_ids) | importing, old.names | new.names, into
+        )
+        changed_files = set(new_ids)
+        if old.bases != new.bases or any(
+            r[3] == "base" and r[1] not in changed_files for r in refs
+        ):
+            code_graph.delete_tree_edges(conn, tree_id)
+            refs = code_graph.all_refs(conn, tree_id)
+            full = True
+        else:
+            removed += code_graph.delete_edges_of_refs(conn, [r[0] for r in refs])
+    rows = Resolver(conn, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS).edges(refs)
+    code_graph.add_edges(conn, tree_id, rows)
+    report.refs_resolved = len(refs)
+    report.edges = len(rows)
+    if full:
+        code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
+        _rank(conn, tree_id, [(r[1], r[2], r[5]) for r in rows])
+    else:
+        code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
+        if code_graph.ranking_due(conn, tree_id, removed + len(rows), RERANK_SHARE):
+            code_graph.ranked(conn, tree_id, _rank(conn, tree_id))
+    if bulk:
+        code_graph.create_indexes(conn)
+
+
+def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
+    """Files a name from ``modules`` can reach through chains of ``from m import x`` (as
+    far as the resolver follows re-exports): when what a changed file defines, exports
+    or imports changes, a ref several imports away may now resolve differently."""
+    files: set[int] = set()
+    frontier = modules
+    for _ in range(MAX_REEXPORT_DEPTH):
+        found = [
+            (fid, module)
+            for fid, module in code_graph.reexporters(conn, tree_id, _suffixes(frontier))
+            if fid not in files
+        ]
+        if not found:
+            break
+        files.update(fid for fid, _ in found)
+        frontier = {module for _, module in found if module}
+    return files
+
+
+def _suffixes(modules: set[str]) -> set[str]:
+    out = set()
+    for module in modules:
+        sep = "/" if "/" in module else "."
+        parts = module.split(sep)
+        out.update(sep.join(parts[i:]) for i in range(len(parts)))
+    return out
+
+
+def _rank(
+    conn,
+    tree_id: int,
+    edges: list[tuple[int, int, float]] | None = None,
+    damping: float = 0.85,
+    rounds: int = 40,
+) -> int:
+    """PageRank over the edges (caller -> callee, importer -> module, class -> base),
+    given as (src, dst, confidence) or read from the store; returns their number."""
+    if edges is None:
+        edges = code_graph.edge_weights(conn, tree_id)
+    if not edges:
+        code_graph.set_ranks(conn, tree_id, [])
+        return 0
+    import numpy as np
+
+    arr = np.asarray(edges, dtype=np.float64)
+    ids, inverse = np.unique(arr[:, :2].astype(np.int64), return_inverse=True)
+    inverse = inverse.reshape(-1, 2)
+    src, dst, w = inverse[:, 0], inverse[:, 1], arr[:, 2]
+    n = len(ids)
+    out_w = np.bincount(src, weights=w, minlength=n)
+    rank = np.full(n, 1.0 / n)
+    dangling = out_w == 0
+    share = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out_w))
+    for _ in range(rounds):
+        flow = np.bincount(dst, weights=rank[src] * w * share[src], minlength=n)
+        new = (1 - damping) / n + damping * (flow + rank[dangling].sum() / n)
+        if np.abs(new - rank).sum() < 1e-9:
+            rank = new
+            break
+        rank = new
+    scaled = rank * n
+    code_graph.set_ranks(
+        conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True)
+    )
+    return len(edges)
+
+
+class _NoBar:
+    def advance(self, n: int = 1) -> None:
+        pass
+
+    def __enter__(self) -> _NoBar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _bar(progress: Any, total: int, label: str) -> Any:
+    return progress(total, label) if progress is not None else _NoBar()
+
+
+def record(ctx: Any, root: Path, report: IndexReport, started_at: str) -> None:
+    """Note the run in the durable store: the repo's last index time, and an event."""
+    from marm import scope
+    from marm.store import code_repos, events
+
+    store = ctx.store()
+    project = scope.git_project(root)
+    with store.write():
+        code_repos.mark_indexed(store, str(root), project, started_at)
+        events.append(
+            store,
+            "code.index",
+            "code_repo",
+            str(root),
+            project=project,
+            detail={
+                "full": report.full,
+                "files": report.files,
+                "parsed": report.parsed,
+                "deleted": report.deleted,
+                "skipped": len(report.skipped),
+                "edges": report.edges,
+                "seconds": report.seconds,
+            },
+        )
+
+
+def index_repo(
+    ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index"
+) -> IndexReport:
+    """Index one repository under the ``code-index`` lease (``Busy`` when another runs)."""
+    from marm.store import leases
+
+    store = ctx.store()
+    with leases.hold(store, ctx.home, "code-index", holder=holder):
+        started_at = now()
+        conn = code_graph.connect(ctx.home)
+        try:
+            report = index_tree(conn, root, full=full, progress=ctx.progress)
+        finally:
+            conn.close()
+        record(ctx, root, report, started_at)
+    return report

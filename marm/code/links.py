@@ -1,0 +1,33 @@
+"""Names -> code symbols, for other layers (the concept graph links an entity that
+names a code symbol, such as ``parse_config`` or ``Store.open``, to its definitions)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolLink:
+    repo: str
+    qname: str
+    kind: str
+    path: str
+    line: int
+
+
+def symbols_named(home: Path, names: Iterable[str], limit: int = 5) -> dict[str, list[SymbolLink]]:
+    """For each name that some indexed repository defines: its symbols, most central
+    first. A dotted name matches a qualified name. Empty when nothing is indexed."""
+    from marm.store import code_graph
+
+    wanted = sorted({n.strip() for n in names if n and n.strip()})
+    if not wanted or not code_graph.exists(home):
+        return {}
+    conn = code_graph.connect(home)
+    try:
+        found = code_graph.symbols_named(conn, wanted, limit)
+    finally:
+        conn.close()
+    return {name: [SymbolLink(*row) for row in rows] for name, rows in found.items()}

@@ -1,0 +1,482 @@
+"""Link refs to symbols, import-first, and say which rule made each link.
+
+Order of rules for a call ``name(...)`` in file F, scope S:
+  local / same-class / same-file   a definition visible from S in F
+  import / import-alias            F's import binding of ``name``, followed into the
+                                   target module (through its re-exports)
+  star-import                      a ``from m import *`` whose target exports ``name``
+                                   (its ``__all__`` when it has one)
+  name-only                        otherwise, the few symbols anywhere with that name
+                                   (the original name of an alias), kept as
+                                   low-confidence edges
+For ``recv.name(...)``: ``self``/``this`` walks the enclosing class and its bases
+(self-method, base-method), ``super()`` the bases (super-method), an imported module
+its top level (module-attr), a class its members (class-attr), a variable with a known
+type (annotation or constructor) that type's members (typed-receiver).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import orjson
+
+from marm.code.extract import CLASS_KINDS
+from marm.code.languages import LANGS
+from marm.store import code_graph
+
+CONFIDENCE = {
+    "local": 1.0,
+    "same-file": 1.0,
+    "same-class": 0.9,
+    "import": 1.0,
+    "import-alias": 1.0,
+    "star-import": 0.9,
+    "module-attr": 0.95,
+    "self-method": 0.95,
+    "base-method": 0.9,
+    "super-method": 0.9,
+    "class-attr": 0.9,
+    "typed-receiver": 0.85,
+}
+#: Languages where a bare call inside a class may mean a member of that class.
+_IMPLICIT_THIS = frozenset({"java", "cpp"})
+_NAME_ONLY_MAX = 3
+
+
+def _python_builtins() -> frozenset[str]:
+    import builtins
+
+    names = set(dir(builtins))
+    for t in (str, bytes, list, dict, set, tuple, int, float, object):
+        names.update(dir(t))
+    return frozenset(names)
+
+
+_JS_BUILTINS = frozenset(
+    """String Number Boolean Object Array Map Set WeakMap Promise Symbol Error TypeError Date
+    JSON Math RegExp parseInt parseFloat isNaN setTimeout clearTimeout setInterval
+    clearInterval require console log warn error info debug push pop shift unshift slice
+    splice concat join map filter reduce forEach find findIndex some every includes indexOf
+    keys values entries get set has delete add clear then catch finally resolve reject
+    toString valueOf hasOwnProperty call apply bind split replace trim toLowerCase
+    toUpperCase startsWith endsWith match test exec stringify parse assign freeze create
+    sort reverse fill from of isArray length charAt substring padStart padEnd""".split()
+)
+#: Names a call without a resolvable target most likely means the language's own
+#: (``str()``, ``x.append()``, ``arr.map()``): no name-only guess is made for them.
+_BUILTINS: dict[str, frozenset[str]] = {
+    "python": _python_builtins(),
+    "javascript": _JS_BUILTINS,
+    "typescript": _JS_BUILTINS,
+    "tsx": _JS_BUILTINS,
+}
+_CALLABLE = frozenset(
+    {"function", "class", "method", "struct", "interface", "trait", "enum", "type"}
+)
+
+
+class _Table(dict):
+    """A dict that fills a missing key from ``load`` (lazy mode) or answers ``default()``
+    without storing it (a preloaded, complete table)."""
+
+    def __init__(self, load, default) -> None:
+        super().__init__()
+        self._load = load
+        self._default = default
+
+    def __missing__(self, key):
+        if self._load is None:
+            return self._default()
+        value = self[key] = self._load(key)
+        return value
+
+    def get(self, key, default=None):  # noqa: ARG002 - a table always has an answer
+        return self[key]
+
+
+class Resolver:
+    """A view of one tree's symbols and imports. ``lazy`` loads only what the refs being
+    resolved touch (an incremental run over a few files); otherwise everything is read
+    at once (a full build). Both answer identically."""
+
+    def __init__(self, conn, tree_id: int, lazy: bool = False) -> None:
+        self.conn = conn
+        self.tree_id = tree_id
+        self.file_lang: dict[int, str] = {}
+        self.exports: dict[int, set[str] | None] = {}
+        self.file_module: dict[int, str] = {}
+        # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
+        self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
+        for fid, path, lang, module, exports in code_graph.files_for_resolver(conn, tree_id):
+            self.file_lang[fid] = lang
+            self.file_module[fid] = module or ""
+            self.exports[fid] = None if exports is None else set(orjson.loads(exports))
+            if module:
+                sep = LANGS[lang].module_sep
+                parts = module.split(sep)
+                for i in range(len(parts)):
+                    self.modules[sep.join(parts[i:])].append((i, path, fid))
+        pick = (lambda loader: loader) if lazy else (lambda loader: None)
+        self.sym = _Table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self._named = _Table(pick(self._load_named), list)
+        self.children = _Table(
+            pick(
+                lambda key: [
+                    s for s, _, p, k in self._named[key[1]] if p == key[0] and k != "module"
+                ]
+            ),
+            list,
+        )
+        self.functions = _Table(
+            pick(
+                lambda name: [
+                    s for s, _, _, k in self._named[name] if k in _CALLABLE and k != "method"
+                ]
+            ),
+            list,
+        )
+        self.methods = _Table(
+            pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
+        )
+        self.module_sym = _Table(
+            pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
+        )
+        self.bindings = _Table(pick(lambda fid: self._load_imports(fid)[0]), dict)
+        self.stars = _Table(pick(lambda fid: self._load_imports(fid)[1]), list)
+        self.base_refs = _Table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        if not lazy:
+            self._preload()
+        self._bases: dict[int, list[int]] = {}
+        self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
+        self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
+        self.types: dict[tuple[int, str], str] = {}
+
+    def _preload(self) -> None:
+        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(
+            self.conn, self.tree_id
+        ):
+            self.sym[sid] = (fid, parent, name, kind)
+            if kind == "module":
+                self.module_sym[fid] = sid
+                continue
+            self.children.setdefault((parent, name), []).append(sid)
+            if kind == "method":
+                self.methods.setdefault(name, []).append(sid)
+            elif kind in _CALLABLE:
+                self.functions.setdefault(name, []).append(sid)
+        for fid, local, module, name, kind in code_graph.imports_for_resolver(
+            self.conn, self.tree_id
+        ):
+            if kind == "star":
+                self.stars.setdefault(fid, []).append(module)
+            elif local:
+                self.bindings.setdefault(fid, {})[local] = (module, name, kind)
+        for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+            self.base_refs.setdefault(cid, []).append((name, receiver))
+
+    def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
+        rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
+        for sid, fid, parent, kind in rows:
+            dict.setdefault(self.sym, sid, (fid, parent, name, kind))
+        return rows
+
+    def _load_imports(self, fid: int) -> tuple[dict, list]:
+        bindings: dict[str, tuple[str, str | None, str]] = {}
+        stars: list[str] = []
+        for local, module, name, kind in code_graph.imports_of(self.conn, fid):
+            if kind == "star":
+                stars.append(module)
+            elif local:
+                bindings[local] = (module, name, kind)
+        dict.__setitem__(self.bindings, fid, bindings)
+        dict.__setitem__(self.stars, fid, stars)
+        return bindings, stars
+
+    # -- modules and names ------------------------------------------------------
+
+    def module_file(self, module: str) -> int | None:
+        """The file a module name means: an exact key, else the shortest key ending in it."""
+        found = self.modules.get(module)
+        if not found:
+            return None
+        return min(found)[2]
+
+    def top(self, fid: int, name: str) -> int | None:
+        msym = self.module_sym.get(fid)
+        found = self.children.get((msym, name)) if msym is not None else None
+        return found[-1] if found else None  # the last definition wins, as at run time
+
+    def exported(self, fid: int, name: str, depth: int = 0) -> int | None:
+        """What ``from <fid> import name`` binds: a definition, a re-export, a submodule."""
+        ex = self.exports.get(fid)
+        if ex is not None and name not in ex and depth > 0:
+            return None
+        found = self.top(fid, name)
+        if found is not None:
+            return found
+        if depth < 4:
+            hit = self.name_in_file(fid, name, depth + 1)
+            if hit is not None:
+                return hit[0]
+        return None
+
+    def name_in_file(self, fid: int, name: str, depth: int = 0) -> tuple[int, str] | None:
+        """Resolve a module-level ``name`` in file ``fid`` through its imports."""
+        if depth:
+            return self._name_in_file(fid, name, depth)
+        key = (fid, name)
+        if key not in self._file_names:
+            self._file_names[key] = self._name_in_file(fid, name, 0)
+        return self._file_names[key]
+
+    def _name_in_file(self, fid: int, name: str, depth: int) -> tuple[int, str] | None:
+        binding = self.bindings.get(fid, {}).get(name)
+        if binding is not None:
+            module, orig, kind = binding
+            target = self.module_file(module)
+            if kind == "module":
+                return (self.module_sym[target], "import") if target is not None else None
+            rule = "import" if orig == name else "import-alias"
+            if target is not None:
+                found = (
+                    self.exported(target, orig, depth)
+                    if orig != "default"
+                    else self._default(target, name)
+                )
+                if found is not None:
+                    return found, rule
+            lang = self.file_lang[fid]
+            sub = self.module_file(module + LANGS[lang].module_sep + (orig or ""))
+            if sub is not None:
+                return self.module_sym[sub], rule
+            return None
+        for module in self.stars.get(fid, ()):
+            target = self.module_file(module)
+            if target is None or target == fid:
+                continue
+            ex = self.exports.get(target)
+            if ex is not None and name not in ex:
+                continue
+            if ex is None and name.startswith("_") and self.file_lang.get(target) == "python":
+                continue
+            found = self.exported(target, name, depth + 1) if depth < 4 else None
+            if found is not None:
+                return found, "star-import"
+        return None
+
+    def _default(self, target: int, local: str) -> int | None:
+        """What a default import binds: the same name, else the file's only top-level
+        class or function."""
+        found = self.top(target, local)
+        if found is not None:
+            return found
+        tops = code_graph.top_level(self.conn, target, ("class", "function"))
+        return tops[0] if len(tops) == 1 else None
+
+    def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
+        """A definition visible from ``scope``: enclosing functions, then the file."""
+        lang = self.file_lang[fid]
+        current: int | None = scope
+        while current is not None:
+            _, parent, _, kind = self.sym[current]
+            if kind == "module":
+                found = self.children.get((current, name))
+                return (found[-1], "same-file") if found else None
+            if kind not in CLASS_KINDS or lang in _IMPLICIT_THIS:
+                found = self.children.get((current, name))
+                if found:
+                    return found[-1], "same-class" if kind in CLASS_KINDS else "local"
+            current = parent
+        return None
+
+    def resolve_name(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
+        return self.scoped(fid, scope, name) or self.name_in_file(fid, name)
+
+    # -- classes ----------------------------------------------------------------
+
+    def enclosing_class(self, scope: int) -> int | None:
+        current: int | None = scope
+        while current is not None:
+            _, parent, _, kind = self.sym[current]
+            if kind in CLASS_KINDS:
+                return current
+            current = parent
+        return None
+
+    def bases(self, cid: int) -> list[int]:
+        if cid in self._bases:
+            return self._bases[cid]
+        self._bases[cid] = []
+        fid, parent, _, _ = self.sym[cid]
+        out = []
+        for name, receiver in self.base_refs.get(cid, ()):
+            hit = self.resolve_ref_target(
+                fid, parent if parent is not None else cid, name, receiver
+            )
+            if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
+                out.append(hit[0])
+        self._bases[cid] = out
+        return out
+
+    def member(self, cid: int, name: str, depth: int = 0) -> tuple[int, int] | None:
+        """(symbol, inheritance depth) of ``name`` on class ``cid`` or its bases."""
+        if depth:
+            return self._member(cid, name, depth)
+        key = (cid, name)
+        if key not in self._members:
+            self._members[key] = self._member(cid, name, 0)
+        return self._members[key]
+
+    def _member(self, cid: int, name: str, depth: int) -> tuple[int, int] | None:
+        found = self.children.get((cid, name))
+        if found:
+            return found[-1], depth
+        if depth < 8:
+            for base in self.bases(cid):
+                hit = self._member(base, name, depth + 1)
+                if hit is not None:
+                    return hit
+        return None
+
+    # -- refs -------------------------------------------------------------------
+
+    def resolve_ref_target(
+        self, fid: int, scope: int, name: str, receiver: str | None
+    ) -> tuple[int, str] | None:
+        """Resolve ``receiver.name`` / ``name`` as a value (no name-only fallback)."""
+        if receiver is None:
+            return self.resolve_name(fid, scope, name)
+        lang = self.file_lang[fid]
+        if receiver in LANGS[lang].self_names:
+            cid = self.enclosing_class(scope)
+            hit = self.member(cid, name) if cid is not None else None
+            return (hit[0], "self-method" if hit[1] == 0 else "base-method") if hit else None
+        if receiver in ("super()", "super"):
+            cid = self.enclosing_class(scope)
+            for base in self.bases(cid) if cid is not None else ():
+                hit = self.member(base, name)
+                if hit is not None:
+                    return hit[0], "super-method"
+            return None
+        if receiver.endswith("()") and receiver[:-2].isidentifier():
+            target = self.resolve_name(fid, scope, receiver[:-2])
+            if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
+                hit = self.member(target[0], name)
+                return (hit[0], "typed-receiver") if hit else None
+            return None
+        target = self._receiver(fid, scope, receiver)
+        if target is not None:
+            kind = self.sym[target][3]
+            if kind == "module":
+                found = self.top(self.sym[target][0], name)
+                if found is None:
+                    sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
+                    found = self.module_sym.get(sub) if sub is not None else None
+                return (found, "module-attr") if found is not None else None
+            if kind in CLASS_KINDS:
+                hit = self.member(target, name)
+                return (hit[0], "class-attr") if hit else None
+        typ = self._type_of(scope, receiver)
+        if typ is not None:
+            cls = self.resolve_name(fid, scope, typ)
+            if cls is not None and self.sym[cls[0]][3] in CLASS_KINDS:
+                hit = self.member(cls[0], name)
+                return (hit[0], "typed-receiver") if hit else None
+        return None
+
+    def _module_of(self, msym: int) -> str:
+        return self.file_module[self.sym[msym][0]]
+
+    def _receiver(self, fid: int, scope: int, receiver: str) -> int | None:
+        """The module or class a receiver expression names, if any."""
+        binding = self.bindings.get(fid, {})
+        if receiver in binding and binding[receiver][2] == "module":
+            target = self.module_file(binding[receiver][0])
+            return self.module_sym.get(target) if target is not None else None
+        head, _, rest = receiver.partition(".")
+        if not head.isidentifier() or self._type_of(scope, head) is not None:
+            return None
+        hit = self.resolve_name(fid, scope, head)
+        if hit is None:
+            return None
+        target = hit[0]
+        lang = self.file_lang[fid]
+        for part in rest.split(".") if rest else ():
+            if self.sym[target][3] == "module":
+                sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + part)
+                nxt = (
+                    self.top(self.sym[target][0], part) if sub is None else self.module_sym.get(sub)
+                )
+            else:
+                nxt = (self.children.get((target, part)) or [None])[-1]
+            if nxt is None:
+                return None
+            target = nxt
+        return target
+
+    def _type_of(self, scope: int, var: str) -> str | None:
+        current: int | None = scope
+        while current is not None:
+            typ = self.types.get((current, var))
+            if typ is not None:
+                return typ
+            current = self.sym[current][1]
+        return None
+
+    def _name_only(self, fid: int, name: str, methods: bool) -> list[tuple[int, str, float]]:
+        if name in _BUILTINS.get(self.file_lang[fid], ()):
+            return []
+        if methods:
+            cands = self.methods.get(name, ())
+        else:
+            cands = self.functions.get(name, ())
+            if self.file_lang[fid] in _IMPLICIT_THIS:
+                cands = [*cands, *self.methods.get(name, ())]
+        if not cands or len(cands) > _NAME_ONLY_MAX:
+            return []
+        return [(s, "name-only", round(0.5 / len(cands), 3)) for s in cands]
+
+    def edges(self, refs: list[tuple]) -> list[tuple]:
+        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``."""
+        self.types.update(
+            {
+                (scope, var): typ
+                for _, scope, var, typ in code_graph.types_for_files(
+                    self.conn, {r[1] for r in refs}
+                )
+            }
+        )
+        out = []
+        for ref_id, fid, src, kind, name, key, receiver, line in refs:
+            if kind == "call":
+                hit = self.resolve_ref_target(fid, src, name, receiver)
+                if hit is not None:
+                    out.append((ref_id, src, hit[0], "call", hit[1], CONFIDENCE[hit[1]], fid, line))
+                else:
+                    for dst, rule, conf in self._name_only(fid, key, receiver is not None):
+                        if dst != src:
+                            out.append((ref_id, src, dst, "call", rule, conf, fid, line))
+            elif kind == "base":
+                hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
+                if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
+                    out.append(
+                        (ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)
+                    )
+            else:
+                dst = self._import_target(fid, kind, name, key, receiver)
+                if dst is not None and dst != src:
+                    out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
+        return out
+
+    def _import_target(
+        self, fid: int, kind: str, local: str, orig: str, module: str | None
+    ) -> int | None:
+        if module is None:
+            return None
+        target = self.module_file(module)
+        if kind == "import-from" and local != "*":
+            hit = self.name_in_file(fid, local)
+            if hit is not None:
+                return hit[0]
+        return self.module_sym.get(target) if target is not None else None

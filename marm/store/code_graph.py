@@ -1,0 +1,857 @@
+"""All SQL of the code graph, in the disposable ``derived.db``.
+
+A tree is one indexed repository; its files carry what was read (stat, hash, status);
+symbols, imports, refs (calls, base classes, import statements) and typed variables
+come from parsing one file and are replaced with it; edges link a ref to the symbol it
+resolved to, with the rule that produced the link and a confidence. Rows of a file are
+deleted by hand (no cascading foreign keys): bulk inserts stay fast.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from marm.config import derived_path
+from marm.store import derived
+
+#: Secondary indexes; a large rebuild drops them and builds them again after the bulk
+#: insert, which is several times faster than updating them row by row.
+INDEXES = (
+    "CREATE INDEX code_symbols_name ON code_symbols (tree_id, name)",
+    "CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname)",
+    "CREATE INDEX code_symbols_file ON code_symbols (file_id)",
+    "CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC)",
+    "CREATE INDEX code_imports_module ON code_imports (tree_id, module)",
+    "CREATE INDEX code_imports_file ON code_imports (file_id)",
+    "CREATE INDEX code_refs_key ON code_refs (tree_id, key)",
+    "CREATE INDEX code_refs_file ON code_refs (file_id)",
+    "CREATE INDEX code_refs_base ON code_refs (src_id) WHERE kind = 'base'",
+    "CREATE INDEX code_types_file ON code_types (file_id)",
+    "CREATE INDEX code_edges_src ON code_edges (src_id)",
+    "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
+    "CREATE INDEX code_edges_ref ON code_edges (ref_id)",
+)
+
+
+PART = derived.SchemaPart(
+    name="code",
+    version=4,
+    tables=(
+        "code_edges",
+        "code_types",
+        "code_refs",
+        "code_imports",
+        "code_symbols",
+        "code_files",
+        "code_trees",
+    ),
+    ddl="""
+    CREATE TABLE code_trees (
+        id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE, indexed_at TEXT,
+        files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0,
+        symbols INTEGER NOT NULL DEFAULT 0, edges INTEGER NOT NULL DEFAULT 0,
+        unranked INTEGER NOT NULL DEFAULT 0);
+    CREATE TABLE code_files (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, path TEXT NOT NULL, lang TEXT,
+        module TEXT, size INTEGER, mtime_ns INTEGER, hash TEXT, lines INTEGER NOT NULL DEFAULT 0,
+        status TEXT NOT NULL, note TEXT, exports TEXT, UNIQUE (tree_id, path));
+    CREATE TABLE code_symbols (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
+        parent_id INTEGER, name TEXT NOT NULL, qname TEXT NOT NULL, kind TEXT NOT NULL,
+        line INTEGER NOT NULL, end_line INTEGER NOT NULL, signature TEXT NOT NULL,
+        rank REAL NOT NULL DEFAULT 0);
+    CREATE TABLE code_imports (
+        tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL, local TEXT, module TEXT NOT NULL,
+        name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
+    CREATE TABLE code_refs (
+        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
+        src_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
+        receiver TEXT, line INTEGER NOT NULL);
+    CREATE TABLE code_types (
+        file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
+    CREATE TABLE code_edges (
+        tree_id INTEGER NOT NULL, ref_id INTEGER NOT NULL, src_id INTEGER NOT NULL,
+        dst_id INTEGER NOT NULL, kind TEXT NOT NULL, rule TEXT NOT NULL, confidence REAL NOT NULL,
+        file_id INTEGER NOT NULL, line INTEGER NOT NULL);
+    """
+    + "".join(f"{ddl};\n" for ddl in INDEXES),
+)
+
+
+def drop_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in INDEXES:
+        conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[2]}")
+
+
+def create_indexes(conn: sqlite3.Connection) -> None:
+    for ddl in INDEXES:
+        conn.execute(ddl.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+
+
+def connect(home: Path) -> sqlite3.Connection:
+    conn = derived.connect(derived_path(home), PART)
+    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk index inserts stay in memory
+    return conn
+
+
+def exists(home: Path) -> bool:
+    return derived_path(home).exists()
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+# -- trees and files ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Tree:
+    id: int
+    root: str
+    indexed_at: str | None
+    files: int
+    lines: int
+
+
+@dataclass(frozen=True, slots=True)
+class FileState:
+    id: int
+    size: int | None
+    mtime_ns: int | None
+    hash: str | None
+    status: str
+
+
+def tree(conn: sqlite3.Connection, root: str, create: bool = False) -> Tree | None:
+    if create:
+        conn.execute("INSERT OR IGNORE INTO code_trees (root) VALUES (?)", (root,))
+    row = conn.execute(
+        "SELECT id, root, indexed_at, files, lines FROM code_trees WHERE root = ?", (root,)
+    ).fetchone()
+    return None if row is None else Tree(*row)
+
+
+def trees(conn: sqlite3.Connection) -> list[Tree]:
+    return [
+        Tree(*r)
+        for r in conn.execute(
+            "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root"
+        )
+    ]
+
+
+def finish_tree(
+    conn: sqlite3.Connection, tree_id: int, at: str, edges_delta: int | None = None
+) -> None:
+    """Refresh the tree's totals; ``edges_delta`` (None: unchanged) moves the edge count."""
+    conn.execute(
+        "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
+        " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
+        " WHERE tree_id = ?), symbols = (SELECT count(*) FROM code_symbols WHERE tree_id = ?) - (SELECT"
+        " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"
+        " WHERE id = ?",
+        (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id),
+    )
+
+
+def ranking_due(conn: sqlite3.Connection, tree_id: int, changed_edges: int, share: float) -> bool:
+    """Add ``changed_edges`` to the edges changed since the last ranking; True when they
+    reach ``share`` of the tree's edges (then the caller ranks and calls ``ranked``)."""
+    conn.execute(
+        "UPDATE code_trees SET unranked = unranked + ? WHERE id = ?", (changed_edges, tree_id)
+    )
+    unranked, edges = conn.execute(
+        "SELECT unranked, edges FROM code_trees WHERE id = ?", (tree_id,)
+    ).fetchone()
+    return unranked > 0 and unranked >= share * edges
+
+
+def ranked(conn: sqlite3.Connection, tree_id: int, edges: int) -> None:
+    conn.execute("UPDATE code_trees SET unranked = 0, edges = ? WHERE id = ?", (edges, tree_id))
+
+
+def file_states(conn: sqlite3.Connection, tree_id: int) -> dict[str, FileState]:
+    return {
+        r[0]: FileState(*r[1:])
+        for r in conn.execute(
+            "SELECT path, id, size, mtime_ns, hash, status FROM code_files WHERE tree_id = ?",
+            (tree_id,),
+        )
+    }
+
+
+def touch_files(conn: sqlite3.Connection, rows: Iterable[tuple[int, int, int]]) -> None:
+    """Store a new (size, mtime) for files whose content did not change."""
+    conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
+
+
+def skipped(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, str]]:
+    """(path, status, note) of files skipped or indexed partially."""
+    return conn.execute(
+        "SELECT path, status, note FROM code_files WHERE tree_id = ? AND status != 'ok' ORDER BY path",
+        (tree_id,),
+    ).fetchall()
+
+
+def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
+    """Fill a temp table with ``ids`` and return its name (for ``IN (SELECT id FROM ...)``)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_ids (id INTEGER PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_ids")
+    conn.executemany("INSERT OR IGNORE INTO tmp_ids VALUES (?)", ((i,) for i in ids))
+    return "SELECT id FROM temp.tmp_ids"
+
+
+def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
+    """Remove files and everything parsed from them, and every edge into or out of them
+    (returns how many edges went)."""
+    if not file_ids:
+        return 0
+    ids = _ids(conn, file_ids)
+    gone = conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})").rowcount
+    gone += conn.execute(
+        f"DELETE FROM code_edges WHERE dst_id IN"
+        f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))"
+    ).rowcount
+    for table in ("code_types", "code_refs", "code_imports", "code_symbols"):
+        conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
+    conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
+    return gone
+
+
+def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
+    for table in ("code_edges", "code_refs", "code_imports", "code_symbols"):
+        conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
+    conn.execute(
+        "DELETE FROM code_types WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
+        (tree_id,),
+    )
+    conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
+
+
+def forget_tree(conn: sqlite3.Connection, tree_id: int) -> None:
+    clear_tree(conn, tree_id)
+    conn.execute("DELETE FROM code_trees WHERE id = ?", (tree_id,))
+
+
+def add_skipped(
+    conn: sqlite3.Connection,
+    tree_id: int,
+    path: str,
+    lang: str,
+    size: int,
+    mtime_ns: int,
+    digest: str | None,
+    note: str,
+) -> None:
+    conn.execute(
+        "INSERT INTO code_files (tree_id, path, lang, size, mtime_ns, hash, status, note)"
+        " VALUES (?,?,?,?,?,?, 'skipped', ?)",
+        (tree_id, path, lang, size, mtime_ns, digest, note),
+    )
+
+
+class Writer:
+    """Bulk insertion of parsed files with ids assigned here, so refs can be resolved
+    straight from memory after a full parse (no read-back)."""
+
+    def __init__(self, conn: sqlite3.Connection, tree_id: int) -> None:
+        self.conn = conn
+        self.tree_id = tree_id
+        self.next_symbol = conn.execute(
+            "SELECT coalesce(max(id), 0) + 1 FROM code_symbols"
+        ).fetchone()[0]
+        self.next_ref = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM code_refs").fetchone()[0]
+        self.symbols: list[tuple] = []
+        self.refs: list[tuple] = []  # (id, file_id, src_id, kind, name, key, receiver, line)
+        self.imports: list[tuple] = []
+        self.types: list[tuple] = []
+
+    def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
+        """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
+        status = "partial" if facts.partial else "ok"
+        cur = self.conn.execute(
+            "INSERT INTO code_files (tree_id, path, lang, module, size, mtime_ns, hash, lines, status,"
+            " note, exports) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.tree_id,
+                path,
+                lang,
+                facts.module,
+                size,
+                mtime_ns,
+                digest,
+                facts.lines,
+                status,
+                "syntax errors: indexed partially" if facts.partial else None,
+                None if facts.exports is None else orjson.dumps(facts.exports).decode(),
+            ),
+        )
+        fid = int(cur.lastrowid)
+        tid = self.tree_id
+        base = self.next_symbol
+        self.next_symbol += len(facts.symbols)
+        self.symbols.extend(
+            (
+                base + i,
+                tid,
+                fid,
+                base + parent if parent >= 0 else None,
+                name,
+                qname,
+                kind,
+                line,
+                end,
+                sig,
+            )
+            for i, (name, qname, kind, line, end, sig, parent) in enumerate(facts.symbols)
+        )
+        self.imports.extend((tid, fid, *i) for i in facts.imports)
+        rid = self.next_ref
+        self.next_ref += len(facts.refs)
+        self.refs.extend(
+            (rid + i, fid, base + scope, kind, name, key, recv, line)
+            for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
+        )
+        self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
+        return fid
+
+    def flush(self) -> list[tuple]:
+        """Write everything queued; returns the refs written."""
+        c, tid = self.conn, self.tree_id
+        c.executemany(
+            "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
+            " end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            self.symbols,
+        )
+        c.executemany(
+            "INSERT INTO code_imports (tree_id, file_id, local, module, name, kind, line)"
+            " VALUES (?,?,?,?,?,?,?)",
+            self.imports,
+        )
+        c.executemany(
+            "INSERT INTO code_refs (id, tree_id, file_id, src_id, kind, name, key, receiver, line)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            ((r[0], tid, *r[1:]) for r in self.refs),
+        )
+        c.executemany(
+            "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
+        )
+        refs = self.refs
+        self.symbols, self.imports, self.refs, self.types = [], [], [], []
+        return refs
+
+
+# -- what the resolver reads -------------------------------------------------------
+
+
+def files_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(id, path, lang, module, exports JSON) of every parsed file."""
+    return conn.execute(
+        "SELECT id, path, lang, module, exports FROM code_files WHERE tree_id = ?"
+        " AND status != 'skipped'",
+        (tree_id,),
+    ).fetchall()
+
+
+def symbols_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(id, file_id, parent_id, name, kind) of every symbol."""
+    return conn.execute(
+        "SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ? ORDER BY id",
+        (tree_id,),
+    ).fetchall()
+
+
+def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(file_id, local, module, name, kind) in statement order."""
+    return conn.execute(
+        "SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
+        " ORDER BY file_id, line, rowid",
+        (tree_id,),
+    ).fetchall()
+
+
+def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of every base-class reference."""
+    return conn.execute(
+        "SELECT src_id, name, receiver FROM code_refs WHERE kind = 'base' AND tree_id = ?"
+        " ORDER BY id",
+        (tree_id,),
+    ).fetchall()
+
+
+def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
+    """(file_id, parent_id, name, kind) of one symbol."""
+    return conn.execute(
+        "SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)
+    ).fetchone()
+
+
+def symbols_with_name(conn: sqlite3.Connection, tree_id: int, name: str) -> list[tuple]:
+    """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
+    return conn.execute(
+        "SELECT id, file_id, parent_id, kind FROM code_symbols WHERE tree_id = ? AND name = ?"
+        " ORDER BY id",
+        (tree_id, name),
+    ).fetchall()
+
+
+def module_symbol(conn: sqlite3.Connection, file_id: int) -> int | None:
+    row = conn.execute(
+        "SELECT id FROM code_symbols WHERE file_id = ? AND kind = 'module'", (file_id,)
+    ).fetchone()
+    return None if row is None else row[0]
+
+
+def top_level(conn: sqlite3.Connection, file_id: int, kinds: tuple[str, ...]) -> list[int]:
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT s.id FROM code_symbols s JOIN code_symbols m ON m.id = s.parent_id AND m.kind = 'module'"
+            f" WHERE s.file_id = ? AND s.kind IN ({','.join('?' * len(kinds))}) ORDER BY s.id",
+            (file_id, *kinds),
+        )
+    ]
+
+
+def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
+    """(local, module, name, kind) of one file, in statement order."""
+    return conn.execute(
+        "SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
+        (file_id,),
+    ).fetchall()
+
+
+def bases_of(conn: sqlite3.Connection, class_id: int) -> list[tuple]:
+    return conn.execute(
+        "SELECT name, receiver FROM code_refs WHERE src_id = ? AND kind = 'base' ORDER BY id",
+        (class_id,),
+    ).fetchall()
+
+
+def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
+    """(file_id, scope_id, var, type) for typed receivers."""
+    ids = _ids(conn, file_ids)
+    return conn.execute(
+        f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})"
+    ).fetchall()
+
+
+_REF = "id, file_id, src_id, kind, name, key, receiver, line"
+
+
+def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    return conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ?", (tree_id,)).fetchall()
+
+
+def affected_refs(
+    conn: sqlite3.Connection,
+    tree_id: int,
+    file_ids: Iterable[int],
+    names: Iterable[str],
+    ref_ids: Iterable[int],
+) -> list[tuple]:
+    """Refs in ``file_ids``, refs whose key is in ``names``, and ``ref_ids``."""
+    out: dict[int, tuple] = {}
+    ids = _ids(conn, file_ids)
+    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE file_id IN ({ids})"):
+        out[r[0]] = r
+    ids = _ids(conn, ref_ids)
+    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE id IN ({ids})"):
+        out[r[0]] = r
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
+    for r in conn.execute(
+        f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND key IN"
+        " (SELECT name FROM temp.tmp_names)",
+        (tree_id,),
+    ):
+        out[r[0]] = r
+    return list(out.values())
+
+
+def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> set[int]:
+    """Files with an import statement naming one of ``modules``."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+    return {
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT file_id FROM code_imports WHERE tree_id = ? AND module IN"
+            " (SELECT name FROM temp.tmp_names)",
+            (tree_id,),
+        )
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """What other files can see of a set of files: enough to decide what to re-resolve."""
+
+    names: set[str]  # defined names and ``__all__`` entries
+    modules: set[str]  # module keys
+    bases: set[tuple]  # (class qname, base name, receiver), and (class qname, None, None)
+    interface: set[tuple]  # (path, what, ...) of definitions, exports and import bindings
+
+
+def shape(conn: sqlite3.Connection, file_ids: Sequence[int]) -> Shape:
+    ids = _ids(conn, file_ids)
+    names: set[str] = set()
+    interface: set[tuple] = set()
+    for path, name in conn.execute(
+        f"SELECT DISTINCT f.path, s.name FROM code_symbols s JOIN code_files f"
+        f" ON f.id = s.file_id WHERE s.file_id IN ({ids})"
+    ):
+        names.add(name)
+        interface.add((path, "def", name))
+    modules = set()
+    for path, module, exports in conn.execute(
+        f"SELECT path, module, exports FROM code_files WHERE id IN ({ids})"
+    ):
+        if module:
+            modules.add(module)
+        for name in orjson.loads(exports) if exports else ():
+            names.add(name)
+            interface.add((path, "export", name))
+    for row in conn.execute(
+        f"SELECT f.path, i.local, i.module, i.name, i.kind FROM code_imports i"
+        f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"
+    ):
+        interface.add((row[0], "import", *row[1:]))
+    bases = set(
+        conn.execute(
+            f"SELECT s.qname, r.name, r.receiver FROM code_refs r JOIN code_symbols s ON s.id = r.src_id"
+            f" WHERE r.kind = 'base' AND r.file_id IN ({ids})"
+        ).fetchall()
+    )
+    classes = {
+        r[0]
+        for r in conn.execute(
+            f"SELECT qname FROM code_symbols WHERE file_id IN ({ids}) AND kind IN"
+            " ('class', 'interface', 'struct', 'trait', 'type')"
+        )
+    }
+    return Shape(names, modules, bases | {(c, None, None) for c in classes}, interface)
+
+
+def reexporters(
+    conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]
+) -> list[tuple[int, str]]:
+    """(file id, module key) of files that import names from (or everything from) ``modules``:
+    the files through which a name can travel on to further importers."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+    conn.execute("DELETE FROM tmp_names")
+    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+    return conn.execute(
+        "SELECT DISTINCT f.id, f.module FROM code_imports i JOIN code_files f ON f.id = i.file_id"
+        " WHERE i.tree_id = ? AND i.kind IN ('from', 'star') AND i.module IN (SELECT name FROM temp.tmp_names)",
+        (tree_id,),
+    ).fetchall()
+
+
+def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:
+    """Refs (from anywhere) whose edge points into the given files."""
+    ids = _ids(conn, file_ids)
+    return {
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT e.ref_id FROM code_edges e JOIN code_symbols s ON s.id = e.dst_id"
+            f" WHERE s.file_id IN ({ids})"
+        )
+    }
+
+
+def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> int:
+    ids = _ids(conn, ref_ids)
+    return conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})").rowcount
+
+
+def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
+    conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
+
+
+def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Iterable[tuple]) -> None:
+    """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
+    conn.executemany(
+        "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
+        " VALUES (?,?,?,?,?,?,?,?,?)",
+        ((tree_id, *r) for r in rows),
+    )
+
+
+def edge_weights(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, int, float]]:
+    return conn.execute(
+        "SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?", (tree_id,)
+    ).fetchall()
+
+
+def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
+    """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""
+    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_rank (id INTEGER PRIMARY KEY, rank REAL)")
+    conn.execute("DELETE FROM tmp_rank")
+    conn.executemany("INSERT INTO tmp_rank VALUES (?, ?)", ranks)
+    conn.execute(
+        "UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0"
+        " AND id NOT IN (SELECT id FROM temp.tmp_rank)",
+        (tree_id,),
+    )
+    conn.execute(
+        "UPDATE code_symbols SET rank = t.rank FROM temp.tmp_rank t WHERE code_symbols.id = t.id"
+        " AND code_symbols.rank != t.rank"
+    )
+
+
+# -- queries -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolRow:
+    id: int
+    name: str
+    qname: str
+    kind: str
+    path: str
+    line: int
+    end_line: int
+    signature: str
+    rank: float
+
+
+_SYM = (
+    "s.id, s.name, s.qname, s.kind, f.path, s.line, s.end_line, s.signature, s.rank"
+    " FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+)
+
+
+def find_symbols(
+    conn: sqlite3.Connection,
+    tree_id: int,
+    query: str,
+    kind: str | None = None,
+    limit: int = 20,
+    exact_only: bool = False,
+) -> list[SymbolRow]:
+    """Symbols named ``query``: exact name or qualified name (or its dotted tail) first,
+    then (unless ``exact_only``) names containing it; each group by centrality."""
+    kind_sql = " AND s.kind = ?" if kind else ""
+    extra = [kind] if kind else []
+    out: dict[int, SymbolRow] = {}
+
+    def take(sql: str, args: list) -> None:
+        for r in conn.execute(
+            f"SELECT {_SYM} WHERE s.tree_id = ?{kind_sql} AND {sql}"
+            " ORDER BY +s.rank DESC, f.path, s.line LIMIT ?",  # + : filter by name first
+            [tree_id, *extra, *args, limit],
+        ):
+            if len(out) < limit:
+                out.setdefault(r[0], SymbolRow(*r))
+
+    if "." in query or "/" in query:
+        take("s.qname = ?", [query])
+        tail = query.replace("/", ".").rsplit(".", 1)[-1]
+        if len(out) < limit and tail:  # the name index narrows, then the dotted tail filters
+            take(
+                "s.name = ? AND (s.qname LIKE ? ESCAPE '\\' OR s.qname LIKE ? ESCAPE '\\')",
+                [tail, "%." + _like(query), "%/" + _like(query)],
+            )
+    else:
+        take("s.name = ? AND s.kind != 'module'", [query])
+        take("s.name = ?", [query])
+    if not exact_only and len(out) < limit:
+        take(
+            "s.name LIKE ? ESCAPE '\\' AND s.kind != 'module'",
+            ["%" + _like(query.rsplit(".", 1)[-1]) + "%"],
+        )
+    return list(out.values())
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    path: str
+    lang: str
+    lines: int
+    status: str
+    symbols: int
+
+
+def find_files(
+    conn: sqlite3.Connection, tree_id: int, query: str, limit: int = 10
+) -> list[FileRow]:
+    rows = conn.execute(
+        "SELECT f.path, f.lang, f.lines, f.status, (SELECT count(*) FROM code_symbols s WHERE"
+        " s.file_id = f.id) FROM code_files f WHERE f.tree_id = ? AND f.path LIKE ? ESCAPE '\\'"
+        " ORDER BY (f.path = ?) DESC, length(f.path), f.path LIMIT ?",
+        (tree_id, "%" + _like(query) + "%", query, limit),
+    ).fetchall()
+    return [FileRow(*r) for r in rows]
+
+
+def symbols_by_id(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, SymbolRow]:
+    idl = _ids(conn, ids)
+    return {r[0]: SymbolRow(*r) for r in conn.execute(f"SELECT {_SYM} WHERE s.id IN ({idl})")}
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeRow:
+    src_id: int
+    dst_id: int
+    kind: str
+    rule: str
+    confidence: float
+    path: str  # file of the reference
+    line: int
+
+
+def edges_touching(
+    conn: sqlite3.Connection,
+    ids: Iterable[int],
+    direction: str,
+    kinds: tuple[str, ...],
+    limit: int = 100_000,
+) -> list[EdgeRow]:
+    """Edges out of (``callees``) or into (``callers``) the given symbols, the most
+    confident first."""
+    idl = _ids(conn, ids)
+    column = "src_id" if direction == "callees" else "dst_id"
+    marks = ",".join("?" * len(kinds))
+    return [
+        EdgeRow(*r)
+        for r in conn.execute(
+            f"SELECT e.src_id, e.dst_id, e.kind, e.rule, e.confidence, f.path, e.line FROM code_edges e"
+            f" JOIN code_files f ON f.id = e.file_id WHERE e.{column} IN ({idl}) AND e.kind IN ({marks})"
+            " ORDER BY e.confidence DESC, f.path, e.line LIMIT ?",
+            (*kinds, limit),
+        )
+    ]
+
+
+def symbols_at(
+    conn: sqlite3.Connection, tree_id: int, path: str, lines: Iterable[int]
+) -> list[int]:
+    """The innermost symbol around each line of ``path`` (the module when none is)."""
+    rows = conn.execute(
+        "SELECT s.id, s.line, s.end_line, s.kind FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+        " WHERE f.tree_id = ? AND f.path = ?",
+        (tree_id, path),
+    ).fetchall()
+    out = set()
+    for line in lines:
+        around = [r for r in rows if r[1] <= line <= r[2] or r[3] == "module"]
+        if around:
+            out.add(min(around, key=lambda r: (r[3] == "module", r[2] - r[1]))[0])
+    return sorted(out)
+
+
+def packages(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, int, int, int]]:
+    """(path, lang, lines, symbols, status) per parsed file, for grouping into packages."""
+    return conn.execute(
+        "SELECT f.path, f.lang, f.lines, (SELECT count(*) FROM code_symbols s WHERE s.file_id = f.id"
+        " AND s.kind != 'module'), f.status FROM code_files f WHERE f.tree_id = ?",
+        (tree_id,),
+    ).fetchall()
+
+
+def top_ranked(
+    conn: sqlite3.Connection,
+    tree_id: int,
+    limit: int,
+    kinds: tuple[str, ...] | None = None,
+    names: tuple[str, ...] | None = None,
+) -> list[SymbolRow]:
+    sql = f"SELECT {_SYM} WHERE s.tree_id = ?"
+    args: list = [tree_id]
+    if kinds:
+        sql += f" AND s.kind IN ({','.join('?' * len(kinds))})"
+        args += kinds
+    if names:
+        sql += f" AND s.name IN ({','.join('?' * len(names))})"
+        args += names
+    return [
+        SymbolRow(*r)
+        for r in conn.execute(sql + " ORDER BY s.rank DESC, s.id LIMIT ?", [*args, limit])
+    ]
+
+
+def module_files(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, str]]:
+    """(module symbol id, path) of every parsed file."""
+    return conn.execute(
+        "SELECT s.id, f.path FROM code_files f JOIN code_symbols s ON s.file_id = f.id"
+        " AND s.kind = 'module' WHERE f.tree_id = ?",
+        (tree_id,),
+    ).fetchall()
+
+
+def counts(conn: sqlite3.Connection, tree_id: int) -> dict[str, int]:
+    one = conn.execute
+    return {
+        "symbols": one("SELECT symbols FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
+        "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
+    }
+
+
+def snapshot(conn: sqlite3.Connection, tree_id: int) -> dict[str, set[tuple]]:
+    """The tree's graph keyed on values (paths, qualified names), never on row ids: two
+    indexes of the same files compare equal exactly when they built the same graph."""
+    return {
+        "files": set(
+            conn.execute(
+                "SELECT path, lang, module, hash, lines, status, note, exports"
+                " FROM code_files WHERE tree_id = ?",
+                (tree_id,),
+            )
+        ),
+        "symbols": set(
+            conn.execute(
+                "SELECT f.path, s.qname, s.kind, s.line, s.end_line, s.signature, p.qname, round(s.rank, 4)"
+                " FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+                " LEFT JOIN code_symbols p ON p.id = s.parent_id WHERE s.tree_id = ?",
+                (tree_id,),
+            )
+        ),
+        "edges": set(
+            conn.execute(
+                "SELECT a.qname, fa.path, b.qname, fb.path, e.kind, e.rule, e.confidence, e.line"
+                " FROM code_edges e JOIN code_symbols a ON a.id = e.src_id JOIN code_files fa ON fa.id = a.file_id"
+                " JOIN code_symbols b ON b.id = e.dst_id JOIN code_files fb ON fb.id = b.file_id"
+                " WHERE e.tree_id = ?",
+                (tree_id,),
+            )
+        ),
+    }
+
+
+def symbols_named(
+    conn: sqlite3.Connection, names: Sequence[str], limit: int = 5
+) -> dict[str, list[tuple]]:
+    """For each name: up to ``limit`` (root, qname, kind, path, line), most central first.
+    A plain name matches symbol names; a dotted one a qualified name or its tail."""
+    out: dict[str, list[tuple]] = {}
+    for t in trees(conn):
+        for name in names:
+            for r in find_symbols(conn, t.id, name, limit=limit, exact_only=True):
+                if r.kind != "module":
+                    out.setdefault(name, []).append(
+                        (r.rank, t.root, r.qname, r.kind, r.path, r.line)
+                    )
+    return {
+        n: [row[1:] for row in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()
+    }
