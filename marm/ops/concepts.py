@@ -130,6 +130,18 @@ class RelationView:
 
 
 @dataclass(frozen=True, slots=True)
+class CodeLink:
+    """A concept that names a code symbol, and where the code graph defines it."""
+
+    concept: str
+    qname: str
+    kind: str
+    path: str
+    line: int
+    repo: str
+
+
+@dataclass(frozen=True, slots=True)
 class ConceptRecallResult:
     query: str
     project: str | None
@@ -138,6 +150,7 @@ class ConceptRecallResult:
     relations: list[RelationView]
     memories: list[MemoryView]
     note: str | None = None
+    code: list[CodeLink] = field(default_factory=list)
 
     def text(self) -> str:
         if not self.entities:
@@ -150,6 +163,9 @@ class ConceptRecallResult:
         if self.memories:
             lines.append("memories:")
             lines += [f"  {m.line()}" for m in self.memories]
+        if self.code:
+            lines.append("code:")
+            lines += [f"  {c.concept} -> {c.qname} ({c.kind}) {c.path}:{c.line}" for c in self.code]
         if self.note:
             lines.append(f"({self.note})")
         return "\n".join(lines)
@@ -293,7 +309,31 @@ def concept_recall(
         relations,
         [MemoryView.of(visible[i], detail) for i in ordered[:limit]],
         note,
+        _code_links(ctx, views, scope, all_projects),
     )
+
+
+#: Concept types that may name something the code graph defines.
+_CODE_TYPES = ("symbol", "file")
+
+
+def _code_links(
+    ctx: Ctx, views: list[ConceptView], scope: str | None, all_projects: bool
+) -> list[CodeLink]:
+    """Definitions of the symbols and files the concepts name, in the repositories of
+    this project (or every indexed one with --all-projects). Empty without a code graph."""
+    from marm.code.links import symbols_named
+
+    names = [v.name for v in views if v.type in _CODE_TYPES]
+    links = []
+    for name, found in symbols_named(ctx.home, names).items():
+        for link in found:
+            if all_projects or scope is None or link.repo == scope:
+                links.append(CodeLink(name, link.qname, link.kind, link.path, link.line, link.repo))
+    return links[:MAX_CODE_LINKS]
+
+
+MAX_CODE_LINKS = 20
 
 
 @dataclass(frozen=True, slots=True)
