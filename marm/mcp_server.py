@@ -103,7 +103,7 @@ class BackgroundDrain:
         while True:
             if drain.load_handler("embed") is None:  # embeddings are not part of this build
                 with self._lock:
-                    self._unavailable = True
+                    self._unavailable, self._thread = True, None
                 return
             ctx = Ctx(source="mcp", cwd=self.cwd, env=dict(self.env))
             try:

@@ -66,8 +66,8 @@ class Calls:
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
-    path = tmp_path / "work"
-    path.mkdir(exist_ok=True)
+    path = tmp_path / "started"
+    path.mkdir()
     return path
 
 

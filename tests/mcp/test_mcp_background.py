@@ -1,0 +1,80 @@
+"""The server embeds in a background drain after writes, never on the request path.
+
+The embed handler itself belongs to the embeddings layer; here a recording stand-in is
+put in its place so that the server's part (when, where, how often, Busy) is tested.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import types
+
+import pytest
+
+from marm import drain
+from marm.store import leases, outbox
+
+
+@pytest.fixture
+def embed_handler(monkeypatch):
+    """Install a stand-in ``embed`` handler; returns its record of calls and a gate."""
+    record = {"tasks": [], "threads": set(), "gate": threading.Event()}
+    record["gate"].set()
+
+    def process(ctx, tasks):
+        record["gate"].wait(30)
+        record["tasks"].extend(t.id for t in tasks)
+        record["threads"].add(threading.current_thread().name)
+        return {}
+
+    module = types.ModuleType("marm_test_stand_in_embed")
+    module.HANDLER = drain.Handler("embed", 16, process)
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setitem(drain.HANDLER_MODULES, "embed", module.__name__)
+    return record
+
+
+def test_a_write_is_embedded_in_the_background(srv, embed_handler, ctx):
+    first = srv.ok("marm_log_entry", text="DECISION: shard the events table by month")
+    srv.drain_idle()
+    second = srv.ok("marm_log_entry", text="FIX: vacuum after the monthly shard rotation")
+    srv.drain_idle()
+    assert len(embed_handler["tasks"]) == 2
+    assert embed_handler["threads"] == {"marm-embed-drain"}
+    assert outbox.pending(ctx.store(), "embed") == 0
+    assert first["id"] != second["id"]
+
+
+def test_writes_do_not_wait_for_embedding_and_recall_finds_them_at_once(srv, embed_handler):
+    embed_handler["gate"].clear()  # the encoder is "busy": every embed batch blocks
+    try:
+        stored = srv.ok("marm_log_entry", text="DECISION: the billing cron runs at 02:00 UTC")
+        srv.ok("marm_log_entry", text="the docs site builds with mkdocs")
+        hits = srv.ok("marm_smart_recall", query="billing cron")["results"]
+        assert [h["id"] for h in hits] == [stored["id"]]
+        assert embed_handler["tasks"] == []  # not embedded yet, still found
+    finally:
+        embed_handler["gate"].set()
+    srv.drain_idle()
+    assert len(embed_handler["tasks"]) == 2  # the write that came while draining is picked up too
+
+
+def test_another_drain_holding_the_lease_is_left_alone(srv, embed_handler, ctx):
+    with leases.hold(ctx.store(), ctx.home, "drain", holder="marm drain (cron)"):
+        srv.ok("marm_log_entry", text="NOTE: the nightly drain owns the lease")
+        srv.drain_idle()
+        assert embed_handler["tasks"] == []
+        assert srv.served.errors == 0
+    assert outbox.pending(ctx.store(), "embed") == 1  # left for the lease holder
+
+
+def test_without_an_embed_handler_the_server_just_serves(srv, monkeypatch):
+    monkeypatch.setitem(drain.HANDLER_MODULES, "embed", "marm.not_in_this_build_embed")
+    stored = srv.ok("marm_log_entry", text="FIX: the logo renders blurry on retina screens")
+    srv.drain_idle()
+    assert srv.served.background._unavailable is True
+    srv.ok("marm_log_entry", text="another write, no drain thread this time")
+    assert srv.served.background._thread is None
+    hits = srv.ok("marm_smart_recall", query="logo blurry")["results"]
+    assert [h["id"] for h in hits] == [stored["id"]]
