@@ -63,6 +63,10 @@ class Calls:
     def drain_idle(self) -> None:
         self.served.background.wait(timeout=30)
 
+    def close(self) -> None:
+        self.drain_idle()
+        self.served.close()
+
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
@@ -76,7 +80,7 @@ def srv(work: Path) -> Iterator[Calls]:
     """A server started in a scratch directory outside any git repository."""
     calls = Calls(work)
     yield calls
-    calls.drain_idle()
+    calls.close()
 
 
 @pytest.fixture
@@ -90,4 +94,4 @@ def make_srv() -> Iterator[Callable[..., Calls]]:
 
     yield make
     for calls in made:
-        calls.drain_idle()
+        calls.close()

@@ -1,0 +1,268 @@
+"""Benchmark `marm mcp` over real STDIO, and the MARM peer with the same work if installed.
+
+    python tests/bench/bench_mcp.py [--json] [--starts 5] [--calls 50] [--memories 1000]
+                                    [--peer DIR | --no-peer]
+
+Measures, per server: spawn to the first tools/list reply (median of --starts starts);
+then, with --memories memories stored through the server's own log tool, p50/p95 of
+the log tool and of the recall tool over --calls calls each (client-side round trips,
+newline-delimited JSON-RPC). Targets for marm: start <= 0.8 s, log p50 <= 5 ms,
+recall p50 <= 15 ms at 1,000 memories.
+
+The MARM peer (marm-mcp-server, set up by the peer recipe with an all-MiniLM-L6-v2
+stand-in for its encoder) is looked for in --peer, else $MARM_PEER, else
+/tmp/marm-peer; when it is not there, it is skipped and said so. Readable figures go
+to stdout (stderr with --json); the last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+TARGETS = {"start_s": 0.8, "log_p50_ms": 5.0, "recall_p50_ms": 15.0}
+DEFAULT_PEER = "/tmp/marm-peer"
+
+_SUBJECTS = ["the payment webhook", "the login page", "the build", "the staging cluster",
+             "the search index", "the billing cron", "the cache layer", "the release script",
+             "the auth service", "the docs site", "the mobile client", "the event bus"]
+_VERBS = ["retries", "times out on", "caches", "rotates", "validates", "logs", "shards",
+          "compresses", "rate-limits", "migrates", "pins", "replays"]
+_OBJECTS = ["refresh tokens", "idempotency keys", "the tenant id", "stale cookies",
+            "large uploads", "nightly snapshots", "feature flags", "the region header",
+            "retry budgets", "schema versions", "webhook signatures", "old sessions"]
+_KINDS = ["DECISION", "FIX", "NOTE", "TODO", "LESSON"]
+
+
+def corpus(n: int, seed: int = 7) -> list[str]:
+    """``n`` distinct log entries in `YYYY-MM-DD-topic-summary` form (both servers parse it)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        s, v, o = rng.choice(_SUBJECTS), rng.choice(_VERBS), rng.choice(_OBJECTS)
+        out.append(f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}-bench-{rng.choice(_KINDS)}: {s} {v} {o}"
+                   f" (case {i})")
+    return out
+
+
+def queries(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(_SUBJECTS).split(' ', 1)[1]} {rng.choice(_OBJECTS)}" for _ in range(n)]
+
+
+class Rpc:
+    """A minimal newline-delimited JSON-RPC client for one MCP server process."""
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], stderr: Any) -> None:
+        self.spawned = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=stderr)
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.inbox.put(json.loads(line))
+            except ValueError:
+                self.inbox.put({"_not_json": line.decode("utf-8", "replace")})
+        self.inbox.put(None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None,
+                timeout: float = 300) -> tuple[dict[str, Any], float]:
+        self.next_id += 1
+        sent = time.perf_counter()
+        self._send({"id": self.next_id, "method": method, **({"params": params} if params else {})})
+        while True:
+            message = self.inbox.get(timeout=timeout)
+            if message is None:
+                raise RuntimeError(f"the server closed stdout during {method}")
+            if "_not_json" in message:
+                raise RuntimeError(f"non-protocol line on stdout: {message['_not_json']!r}")
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"], time.perf_counter() - sent
+
+    def start(self) -> float:
+        """Initialize and list tools; seconds from spawn to the tools/list reply."""
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"method": "notifications/initialized"})
+        self.request("tools/list")
+        return time.perf_counter() - self.spawned
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> float:
+        result, seconds = self.request("tools/call", {"name": tool, "arguments": arguments})
+        if result.get("isError"):
+            raise RuntimeError(f"{tool} failed: {result['content']}")
+        return seconds
+
+    def rss_mb(self) -> float | None:
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS"):
+                        return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Subject:
+    """How to start one server and say the same work in its tools' words."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path,
+                 log: Any, recall: Any) -> None:
+        self.name, self.cmd, self.env, self.cwd = name, cmd, env, cwd
+        self.log_args, self.recall_args = log, recall
+
+    def spawn(self, stderr: Any) -> Rpc:
+        return Rpc(self.cmd, self.cwd, self.env, stderr)
+
+
+def marm_subject(work: Path) -> Subject:
+    home = work / "marm-home"
+    project = work / "proj-alpha"
+    project.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    env = {**os.environ, "MARM_HOME": str(home)}
+    env.pop("MARM_PROJECT", None)
+    return Subject("marm", [sys.executable, "-m", "marm", "mcp"], env, project,
+                   log=lambda text: ("marm_log_entry", {"text": text}),
+                   recall=lambda q: ("marm_smart_recall", {"query": q, "limit": 5}))
+
+
+def peer_subject(peer: Path, work: Path) -> Subject | None:
+    launcher, python = peer / "bin" / "marm_stdio_minilm.py", peer / "venv" / "bin" / "python"
+    cache = peer / "fastembed_cache_minilm"
+    if not (launcher.is_file() and python.is_file() and cache.is_dir()):
+        return None
+    home = work / "peer-home"
+    (home / ".marm").mkdir(parents=True, exist_ok=True)
+    project = work / "peer" / "proj-alpha"   # its scope is the directory it starts in
+    project.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1", "FASTEMBED_CACHE_PATH": str(cache),
+           "XDG_CACHE_HOME": str(home / ".cache"), "PYTHONUNBUFFERED": "1"}
+    return Subject("peer", [str(python), str(launcher)], env, project,
+                   log=lambda text: ("marm_log_entry", {"entry": text, "session_name": "bench"}),
+                   recall=lambda q: ("marm_smart_recall",
+                                     {"query": q, "session_name": "bench", "limit": 5}))
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def run_subject(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
+    with open(work / f"{s.name}-stderr.log", "ab") as errlog:
+        starts = []
+        for _ in range(args.starts):
+            rpc = s.spawn(errlog)
+            try:
+                starts.append(rpc.start())
+            finally:
+                rpc.close()
+        say(f"[{s.name}] start to first tools/list: median {statistics.median(starts):.3f} s "
+            f"(min {min(starts):.3f}, max {max(starts):.3f}, {len(starts)} starts)")
+
+        rpc = s.spawn(errlog)
+        try:
+            rpc.start()
+            texts = corpus(args.memories + args.calls)
+            seeded = time.perf_counter()
+            first = rpc.call(*s.log_args(texts[0]))  # includes any model load on first write
+            for i, text in enumerate(texts[1:args.memories], 1):
+                rpc.call(*s.log_args(text))
+                if i % 250 == 0:
+                    say(f"[{s.name}] seeded {i}/{args.memories}")
+            seed_s = time.perf_counter() - seeded
+            logs = [rpc.call(*s.log_args(t)) for t in texts[args.memories:]]
+            recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
+            rss = rpc.rss_mb()
+        finally:
+            rpc.close()
+    out = {
+        "start_s": round(statistics.median(starts), 3),
+        "first_log_ms": round(first * 1000, 1),
+        "seed_s": round(seed_s, 2),
+        "log_p50_ms": round(pct(logs, 50) * 1000, 2), "log_p95_ms": round(pct(logs, 95) * 1000, 2),
+        "recall_p50_ms": round(pct(recalls, 50) * 1000, 2),
+        "recall_p95_ms": round(pct(recalls, 95) * 1000, 2),
+        "rss_mb": rss,
+    }
+    say(f"[{s.name}] {args.memories} memories seeded in {out['seed_s']} s (first write {out['first_log_ms']} ms)")
+    say(f"[{s.name}] log    p50 {out['log_p50_ms']} ms  p95 {out['log_p95_ms']} ms  ({args.calls} calls)")
+    say(f"[{s.name}] recall p50 {out['recall_p50_ms']} ms  p95 {out['recall_p95_ms']} ms  ({args.calls} calls)")
+    say(f"[{s.name}] server RSS {rss} MB")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="readable figures to stderr; stdout is one JSON line")
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--peer", default=os.environ.get("MARM_PEER", DEFAULT_PEER),
+                        help="the MARM peer's setup directory (default: $MARM_PEER or %(default)s)")
+    parser.add_argument("--no-peer", action="store_true", help="measure marm only")
+    args = parser.parse_args()
+    stream = sys.stderr if args.json else sys.stdout
+
+    def say(line: str) -> None:
+        print(line, file=stream, flush=True)
+
+    result: dict[str, Any] = {"bench": "mcp", "memories": args.memories, "calls": args.calls,
+                              "starts": args.starts, "targets": TARGETS}
+    with tempfile.TemporaryDirectory(prefix="marm-bench-mcp-") as tmp:
+        work = Path(tmp)
+        result["marm"] = run_subject(marm_subject(work), args, work, say)
+        result["meets_targets"] = {k: result["marm"][k] <= v for k, v in TARGETS.items()}
+        say("targets: " + ", ".join(f"{k} <= {v}: {'ok' if result['meets_targets'][k] else 'MISSED'}"
+                                    for k, v in TARGETS.items()))
+        peer = None if args.no_peer else peer_subject(Path(args.peer), work)
+        if peer is None:
+            result["peer"] = None
+            say("peer: skipped" + ("" if args.no_peer else f" (not installed at {args.peer})"))
+        else:
+            result["peer"] = run_subject(peer, args, work, say)
+            result["ratios"] = {
+                k: round(result["marm"][k] / result["peer"][k], 3)
+                for k in ("start_s", "log_p50_ms", "log_p95_ms", "recall_p50_ms", "recall_p95_ms", "rss_mb")
+                if result["peer"].get(k) and result["marm"].get(k) is not None
+            }
+            say("marm / peer: " + ", ".join(f"{k} {v:.2f}x" for k, v in result["ratios"].items()))
+    print(json.dumps(result, sort_keys=True), flush=True)
+
+
+if __name__ == "__main__":
+    main()
