@@ -132,6 +132,7 @@ class Served:
     calls: int = 0
     errors: int = 0
     started: float = field(default_factory=time.monotonic)
+    roots_failed: bool = False
     _anchor: Store | None = None
     _anchor_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -139,9 +140,36 @@ class Served:
         """A fresh context for one tool call: the client's root (or the start dir), its name."""
         root, platform = None, None
         if mcp_context is not None:
-            root = await _client_root(mcp_context)
+            root = await self._client_root(mcp_context)
             platform = _platform(mcp_context)
         return Ctx(source="mcp", platform=platform, cwd=root or self.cwd, env=dict(self.env))
+
+    async def _client_root(self, mcp_context: Context) -> Path | None:
+        """The client's first ``file://`` root that is a directory, if the client offers roots.
+
+        Asked on every call, so a client that changes its roots is followed. A client
+        that offers roots but fails to list them is not asked again: every later call
+        would wait for it.
+        """
+        session = mcp_context.session
+        capabilities = session.client_capabilities
+        if (self.roots_failed or capabilities is None or capabilities.roots is None
+                or not session.can_send_request):
+            return None  # no roots, or a protocol version without server-to-client requests
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT):
+                listed = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
+        except Exception as exc:  # noqa: BLE001 - without roots the start directory is used
+            self.roots_failed = True
+            log.warning("the client's roots/list failed (%s); using %s for scope", exc, self.cwd)
+            return None
+        for root in listed.roots:
+            uri = urlparse(str(root.uri))
+            if uri.scheme == "file":
+                path = Path(unquote(uri.path))
+                if path.is_dir():
+                    return path
+        return None
 
     def invoke(self, o: Op, ctx: Ctx, kwargs: dict[str, Any]) -> types.CallToolResult:
         """Run ``o`` (in a worker thread) and turn its result or error into a tool result."""
@@ -200,27 +228,6 @@ def _platform(mcp_context: Context) -> str | None:
         return None
     lowered = name.lower()
     return next((p for p in _PLATFORMS if p in lowered), name)
-
-
-async def _client_root(mcp_context: Context) -> Path | None:
-    """The client's first ``file://`` root that is a directory, if the client offers roots."""
-    session = mcp_context.session
-    capabilities = session.client_capabilities
-    if capabilities is None or capabilities.roots is None or not session.can_send_request:
-        return None  # no roots, or a protocol version without server-to-client requests
-    try:
-        with anyio.fail_after(ROOTS_TIMEOUT):
-            listed = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
-    except Exception as exc:  # noqa: BLE001 - no roots is fine: the start directory is used
-        log.debug("roots/list failed: %s", exc)
-        return None
-    for root in listed.roots:
-        uri = urlparse(str(root.uri))
-        if uri.scheme == "file":
-            path = Path(unquote(uri.path))
-            if path.is_dir():
-                return path
-    return None
 
 
 def _annotations(o: Op) -> types.ToolAnnotations:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.helpers import git_init
 
 
@@ -117,3 +119,26 @@ def test_no_standing_instructions_in_results(srv):
     assert text.splitlines()[0].startswith("#")
     assert len(text.splitlines()) == 2  # one hit and the lane note; nothing else rides along
     assert "instruction" not in text.lower() and "you must" not in text.lower()
+
+
+def test_a_client_whose_roots_fail_gets_the_start_directory(tmp_path, make_srv):
+    repo = git_init(tmp_path / "repo")
+    other = git_init(tmp_path / "other")
+    calls = make_srv(repo, roots=[other])
+
+    async def failing_roots(_context):
+        raise RuntimeError("roots are broken in this client")
+
+    client = calls.client()
+    client.list_roots_callback = failing_roots
+
+    async def run():
+        async with client as c:
+            first = await c.call_tool("marm_log_entry", {"text": "the first write of the session"})
+            second = await c.call_tool("marm_log_entry", {"text": "the second write of the session"})
+            return first, second
+
+    first, second = asyncio.run(run())
+    assert first.structured_content["project"] == str(repo)
+    assert second.structured_content["project"] == str(repo)
+    assert calls.served.roots_failed is True
