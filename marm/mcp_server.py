@@ -75,7 +75,8 @@ class BackgroundDrain:
     process holding the drain lease (``Busy``) is not an error: that drain embeds them.
     """
 
-    def __init__(self, cwd: Path, env: Mapping[str, str], max_seconds: float = DRAIN_SECONDS) -> None:
+    def __init__(self, cwd: Path, env: Mapping[str, str],
+                 max_seconds: float = DRAIN_SECONDS) -> None:
         self.cwd, self.env, self.max_seconds = cwd, env, max_seconds
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -218,7 +219,8 @@ class Served:
 
 
 def _error(message: str) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                is_error=True)
 
 
 def _platform(mcp_context: Context) -> str | None:
@@ -303,7 +305,9 @@ def _bad_arguments(exc: ValidationError) -> str:
     return "error: " + "; ".join(problems)
 
 
-def build(cwd: Path | None = None, env: Mapping[str, str] | None = None) -> tuple[MCPServer, Served]:
+def build(
+    cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[MCPServer, Served]:
     """The MCP server for the current registry, and the state its tools share."""
     start = Path(cwd) if cwd is not None else Path.cwd()
     environ = dict(env if env is not None else os.environ)

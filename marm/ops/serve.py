@@ -17,7 +17,8 @@ class ServeResult:
     seconds: float
 
     def text(self) -> str:
-        return f"marm mcp: served {self.calls} tool call(s), {self.errors} error(s), in {self.seconds:.0f}s"
+        return (f"marm mcp: served {self.calls} tool call(s), {self.errors} error(s),"
+                f" in {self.seconds:.0f}s")
 
 
 @op("mcp")

@@ -18,7 +18,8 @@ from marm.mcp_server import build
 class Calls:
     """Run tool calls against one in-process server (each ``call`` is one client session)."""
 
-    def __init__(self, cwd: Path, roots: list[Path] | None = None, client_name: str = "pytest") -> None:
+    def __init__(self, cwd: Path, roots: list[Path] | None = None,
+                 client_name: str = "pytest") -> None:
         self.server, self.served = build(cwd, dict(os.environ))
         self.roots = roots
         self.client_name = client_name

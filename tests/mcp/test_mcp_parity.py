@@ -81,10 +81,10 @@ def test_help_and_writes_do_not_import_mcp(tmp_path):
         "    runpy.run_module('marm', run_name='__main__')\n"
         "except SystemExit:\n"
         "    pass\n"
-        "print('MCP-LOADED' if any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules) else 'MCP-ABSENT',"
-        " file=sys.stderr)\n"
+        "loaded = any(m == 'mcp' or m.startswith('mcp.') for m in sys.modules)\n"
+        "print('MCP-LOADED' if loaded else 'MCP-ABSENT', file=sys.stderr)\n"
     )
     for args in (["--help"], ["log", "the build uses ninja"], ["recall", "ninja"]):
-        proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=60)
         assert "MCP-ABSENT" in proc.stderr, (args, proc.stderr)

@@ -91,7 +91,8 @@ def test_stdio_session_end_to_end(tmp_path):
         found = client.call("marm_smart_recall", query="payment webhook retry")
         ids = [r["id"] for r in found["structuredContent"]["results"]]
         assert gone_id in ids and kept_id in ids
-        assert found["content"][0]["type"] == "text" and f"#{gone_id}" in found["content"][0]["text"]
+        assert found["content"][0]["type"] == "text"
+        assert f"#{gone_id}" in found["content"][0]["text"]
         assert found["structuredContent"]["results"][0]["platform"] == "codex"
 
         deleted = client.call("marm_delete", type="memory", target=str(gone_id))

@@ -21,7 +21,7 @@ def test_log_entry_then_smart_recall(srv):
 
 
 def test_log_form_and_log_show(srv):
-    entry = srv.ok("marm_log_entry", text="2026-11-30-auth-switched session tokens to rotating refresh tokens")
+    entry = srv.ok("marm_log_entry", text="2026-11-30-auth-switched to rotating refresh tokens")
     srv.ok("marm_log_entry", text="a plain note that is not a log entry")
     assert entry["log_id"]
     shown = srv.ok("marm_log_show")
@@ -36,14 +36,15 @@ def test_same_text_twice_is_stored_once(srv):
 
 
 def test_secrets_are_redacted_on_the_mcp_path(srv):
-    stored = srv.ok("marm_log_entry", text="deploy key is AKIAIOSFODNN7EXAMPLE for the staging bucket")
+    stored = srv.ok("marm_log_entry", text="deploy key is AKIAIOSFODNN7EXAMPLE for staging")
     assert "AKIAIOSFODNN7EXAMPLE" not in stored["content"]
     assert stored["redacted"]
 
 
 def test_show_and_delete_while_a_sibling_stays(srv):
     gone = srv.ok("marm_log_entry", text="NOTE: rotate the staging API tokens every Friday")
-    kept = srv.ok("marm_log_entry", text="NOTE: rotate the staging API tokens every Friday before the demo")
+    kept = srv.ok("marm_log_entry",
+                  text="NOTE: rotate the staging API tokens every Friday before the demo")
     shown = srv.ok("marm_show", id=gone["id"])
     assert shown["memory"]["content"] == "NOTE: rotate the staging API tokens every Friday"
     deleted = srv.ok("marm_delete", type="memory", target=str(gone["id"]), reason="wrong")
@@ -62,7 +63,8 @@ def test_summary_groups_by_kind(srv):
 
 
 def test_notebook_round_trip(srv):
-    added = srv.ok("marm_notebook", action="add", name="style", content="prefer small pure functions")
+    added = srv.ok("marm_notebook", action="add", name="style",
+                   content="prefer small pure functions")
     assert added["entries"][0]["content"] == "prefer small pure functions"
     used = srv.ok("marm_notebook", action="use", name="style", session="s1")
     assert used["entries"][0]["active_in"] == ["s1"]
@@ -134,8 +136,8 @@ def test_a_client_whose_roots_fail_gets_the_start_directory(tmp_path, make_srv):
 
     async def run():
         async with client as c:
-            first = await c.call_tool("marm_log_entry", {"text": "the first write of the session"})
-            second = await c.call_tool("marm_log_entry", {"text": "the second write of the session"})
+            first = await c.call_tool("marm_log_entry", {"text": "the first write"})
+            second = await c.call_tool("marm_log_entry", {"text": "the second write"})
             return first, second
 
     first, second = asyncio.run(run())
