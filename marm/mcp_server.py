@@ -135,7 +135,7 @@ class Served:
     started: float = field(default_factory=time.monotonic)
     roots_failed: bool = False
     _anchor: Store | None = None
-    _anchor_lock: threading.Lock = field(default_factory=threading.Lock)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     async def ctx_for(self, mcp_context: Context | None) -> Ctx:
         """A fresh context for one tool call: the client's root (or the start dir), its name."""
@@ -174,26 +174,26 @@ class Served:
 
     def invoke(self, o: Op, ctx: Ctx, kwargs: dict[str, Any]) -> types.CallToolResult:
         """Run ``o`` (in a worker thread) and turn its result or error into a tool result."""
-        self.calls += 1
         try:
             self._hold_database(ctx)
             result = o.func(ctx, **kwargs)
+            answer = types.CallToolResult(
+                content=[types.TextContent(type="text", text=result.text())],
+                structured_content=_as_json(result),
+            )
         except MarmError as exc:
-            self.errors += 1
-            return _error(f"error: {exc.message}")
+            answer = _error(f"error: {exc.message}")
         except Exception as exc:  # noqa: BLE001 - one bad call must not end the session
-            self.errors += 1
             log.exception("tool %s failed", o.mcp)
-            return _error(f"error: internal error: {type(exc).__name__}: {exc}")
+            answer = _error(f"error: internal error: {type(exc).__name__}: {exc}")
         finally:
             ctx.close()
-        if not o.read_only:
+        with self._lock:
+            self.calls += 1
+            self.errors += bool(answer.is_error)
+        if not o.read_only and not answer.is_error:
             self.background.kick()
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text())],
-            structured_content=orjson.loads(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS)),
-        )
-
+        return answer
 
     def _hold_database(self, ctx: Ctx) -> None:
         """Keep one connection open for the server's whole life.
@@ -205,7 +205,7 @@ class Served:
         """
         if self._anchor is not None:
             return
-        with self._anchor_lock:
+        with self._lock:
             if self._anchor is None:
                 try:
                     self._anchor = Store.open(config.database_path(ctx.home))
@@ -216,6 +216,11 @@ class Served:
         if self._anchor is not None:
             self._anchor.close()
             self._anchor = None
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    """The result as the CLI's ``--json`` prints it (same keys, same values)."""
+    return orjson.loads(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS))
 
 
 def _error(message: str) -> types.CallToolResult:
