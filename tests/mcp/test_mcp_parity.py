@@ -88,3 +88,17 @@ def test_help_and_writes_do_not_import_mcp(tmp_path):
         proc = subprocess.run([sys.executable, "-c", probe, *args], cwd=tmp_path,
                               capture_output=True, text=True, timeout=60)
         assert "MCP-ABSENT" in proc.stderr, (args, proc.stderr)
+
+
+def test_structured_results_are_the_cli_json(srv, marm, work):
+    """A tool's structured content is what `marm <command> --json` prints for the same call."""
+    srv.ok("marm_log_entry", text="DECISION: one registry, two surfaces")
+    srv.ok("marm_log_entry", text="2026-11-30-mcp-the server is generated from the registry")
+    for tool, argv in (("marm_summary", ["summary"]), ("marm_log_show", ["log-show"]),
+                       ("marm_smart_recall", ["recall", "registry"])):
+        arguments = {"query": "registry"} if tool == "marm_smart_recall" else {}
+        structured = srv.ok(tool, **arguments)
+        cli = marm(*argv, "--json", cwd=work)
+        assert cli.code == 0, cli.err
+        assert structured == cli.json(), tool
+        assert structured != {} and any(v for v in structured.values() if isinstance(v, list))
