@@ -14,7 +14,9 @@ def test_log_entry_then_smart_recall(srv):
     found = srv.call("marm_smart_recall", query="payment webhook")
     data = found.structured_content
     ids = [r["id"] for r in data["results"]]
-    assert ids[0] == logged["id"] and other["id"] not in ids
+    assert ids[0] == logged["id"]
+    assert other["id"] not in [r["id"] for r in srv.ok("marm_smart_recall", query="payment webhook",
+                                                         mode="lexical")["results"]]
     assert data["results"][0]["source"] == "mcp"
     # Readable text too, with the id an agent can act on.
     assert f"#{logged['id']}" in srv.text(found) and "payment webhook" in srv.text(found)
@@ -117,10 +119,13 @@ def test_without_roots_the_start_directory_decides(tmp_path, make_srv):
 def test_no_standing_instructions_in_results(srv):
     srv.ok("marm_log_entry", text="DECISION: keep the API versioned in the URL")
     result = srv.call("marm_smart_recall", query="API versioned")
-    text = srv.text(result)
-    assert text.splitlines()[0].startswith("#")
-    assert len(text.splitlines()) == 2  # one hit and the lane note; nothing else rides along
-    assert "instruction" not in text.lower() and "you must" not in text.lower()
+    lines = srv.text(result).splitlines()
+    hits = result.structured_content["results"]
+    # One line per hit, then at most the lane's note in parentheses: nothing rides along.
+    assert lines[0].startswith(f"#{hits[0]['id']} ") and len(lines) in (len(hits), len(hits) + 1)
+    assert all(line.startswith("#") for line in lines[:len(hits)])
+    assert all(line.startswith("(") for line in lines[len(hits):])
+    assert set(result.structured_content) == {"query", "mode", "project", "results", "note"}
 
 
 def test_a_client_whose_roots_fail_gets_the_start_directory(tmp_path, make_srv):
