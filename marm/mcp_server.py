@@ -23,6 +23,7 @@ This module imports ``mcp`` at the top: only ``marm mcp`` imports it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import logging
 import os
@@ -42,7 +43,8 @@ import orjson
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import BaseModel, Field, ValidationError, create_model
+from pydantic import Field, ValidationError
+from typing_extensions import TypedDict
 
 from marm import __version__, config
 from marm.errors import Busy, MarmError
@@ -246,22 +248,16 @@ def _annotations(o: Op) -> types.ToolAnnotations:
     )
 
 
-def _output_model(cls: type) -> type[BaseModel]:
-    """A pydantic model with the fields of an op's result dataclass (its output schema).
+@functools.cache
+def _output_type(cls: type) -> type:
+    """A TypedDict with the fields of an op's result dataclass: the tool's output schema.
 
-    The SDK derives models from plain classes through class attributes, which slotted
-    dataclasses do not have, so the model is built from ``dataclasses.fields`` here.
+    The SDK would derive a model from the dataclass through its class attributes, which
+    slotted dataclasses do not have; a TypedDict it takes as it is, in one schema pass
+    (this runs for every tool at every start). Every key is always present in a result.
     """
     hints = typing.get_type_hints(cls)
-    fields: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.default is not dataclasses.MISSING:
-            fields[f.name] = (hints[f.name], f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            fields[f.name] = (hints[f.name], Field(default_factory=f.default_factory))
-        else:
-            fields[f.name] = (hints[f.name], ...)
-    return create_model(cls.__name__, __doc__=inspect.getdoc(cls), **fields)
+    return TypedDict(cls.__name__, {f.name: hints[f.name] for f in dataclasses.fields(cls)})  # type: ignore[operator]
 
 
 def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
@@ -276,7 +272,7 @@ def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
                                     default=None, annotation=Context))
     hints[_MCP_CONTEXT] = Context
     # The op's dataclass is the output schema; the function builds the result itself.
-    returns = Annotated[types.CallToolResult, _output_model(o.return_type())]
+    returns = Annotated[types.CallToolResult, _output_type(o.return_type())]
     hints["return"] = returns
 
     async def tool(**kwargs: Any) -> types.CallToolResult:

@@ -116,16 +116,19 @@ def test_without_roots_the_start_directory_decides(tmp_path, make_srv):
     assert stored["project"] == str(repo)
 
 
-def test_no_standing_instructions_in_results(srv):
-    srv.ok("marm_log_entry", text="DECISION: keep the API versioned in the URL")
-    result = srv.call("marm_smart_recall", query="API versioned")
-    lines = srv.text(result).splitlines()
-    hits = result.structured_content["results"]
-    # One line per hit, then at most the lane's note in parentheses: nothing rides along.
-    assert lines[0].startswith(f"#{hits[0]['id']} ") and len(lines) in (len(hits), len(hits) + 1)
-    assert all(line.startswith("#") for line in lines[:len(hits)])
-    assert all(line.startswith("(") for line in lines[len(hits):])
-    assert set(result.structured_content) == {"query", "mode", "project", "results", "note"}
+def test_no_standing_instructions_in_results(srv, marm, work):
+    """A tool's text is exactly what `marm <command> --text` prints: nothing rides along."""
+    stored = srv.ok("marm_log_entry", text="DECISION: keep the API versioned in the URL")
+    for tool, arguments, argv in (
+        ("marm_smart_recall", {"query": "API versioned"}, ["recall", "API versioned"]),
+        ("marm_summary", {}, ["summary"]),
+    ):
+        result = srv.call(tool, **arguments)
+        assert not result.is_error and len(result.content) == 1
+        cli = marm(*argv, "--text", cwd=work)
+        assert cli.code == 0, cli.err
+        assert srv.text(result) == cli.out.rstrip("\n")
+        assert f"#{stored['id']} " in srv.text(result)
 
 
 def test_a_client_whose_roots_fail_gets_the_start_directory(tmp_path, make_srv):
