@@ -130,14 +130,14 @@ class Served:
     """What the tools share: where the server started, its environment, its counters."""
 
     cwd: Path
-    env: Mapping[str, str]
-    background: BackgroundDrain
+    env: Mapping[str, str] = field(repr=False)
+    background: BackgroundDrain = field(repr=False)
     calls: int = 0
     errors: int = 0
     started: float = field(default_factory=time.monotonic)
     roots_failed: bool = False
-    _anchor: Store | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _anchor: Store | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     async def ctx_for(self, mcp_context: Context | None) -> Ctx:
         """A fresh context for one tool call: the client's root (or the start dir), its name."""
@@ -317,7 +317,7 @@ def build(
         name="marm", title="marm", version=__version__,
         description="Local-first memory for coding agents: one SQLite store, exact and "
                     "semantic recall.",
-        log_level="DEBUG" if environ.get("MARM_DEBUG") else "WARNING",
+        log_level=_log_level(environ),
     )
     for o in tool_ops():
         server.add_tool(
@@ -327,9 +327,13 @@ def build(
     return server, served
 
 
+def _log_level(env: Mapping[str, str]) -> typing.Literal["DEBUG", "WARNING"]:
+    return "DEBUG" if env.get("MARM_DEBUG") else "WARNING"
+
+
 def serve(cwd: Path, env: Mapping[str, str]) -> Served:
-    """Serve over STDIO until the client closes the connection."""
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING,
+    """Serve over STDIO until the client closes the connection; logs go to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=_log_level(env),
                         format="marm mcp: %(levelname)s %(name)s: %(message)s")
     server, served = build(cwd, env)
     try:
