@@ -203,13 +203,30 @@ def measure_starts(subjects: list[Subject], args: argparse.Namespace, work: Path
     return {name: round(statistics.median(values), 3) for name, values in starts.items()}
 
 
-def embed_backlog(rpc: Rpc) -> int | None:
-    """marm's pending embedding tasks (from marm_status); None when it has no encoder."""
+def embed_backlog(rpc: Rpc) -> int:
+    """marm's pending embedding tasks, from marm_status."""
     result, _ = rpc.request("tools/call", {"name": "marm_status", "arguments": {}})
     status = result.get("structuredContent") or {}
-    usable = any(c.get("name") == "embedding" and c.get("available")
-                 for c in status.get("components", []))
-    return status.get("outbox", {}).get("embed", {}).get("pending", 0) if usable else None
+    return int(status.get("outbox", {}).get("embed", {}).get("pending", 0))
+
+
+def settle(rpc: Rpc, limit: float, stalled_after: float = 5.0) -> tuple[float, int]:
+    """Wait until marm's background drain has embedded the backlog, or nothing moves.
+
+    Returns the seconds waited and the tasks left (left > 0 with no progress means this
+    build has no encoder, or it is unavailable: recall then runs on words).
+    """
+    waited = last_change = time.perf_counter()
+    left = embed_backlog(rpc)
+    while left and time.perf_counter() - waited < limit:
+        time.sleep(0.5)
+        now_left = embed_backlog(rpc)
+        if now_left < left:
+            last_change = time.perf_counter()
+        elif time.perf_counter() - last_change > stalled_after:
+            break
+        left = now_left
+    return round(time.perf_counter() - waited, 2), left
 
 
 def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
@@ -230,14 +247,11 @@ def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dic
             out["first_log_ms"] = round(first * 1000, 1)
             if s.name == "marm":
                 # Measure a settled session: wait for the background drain to embed the seed.
-                waited = time.perf_counter()
-                while (embed_backlog(rpc) or 0) > 0 and time.perf_counter() - waited < args.settle:
-                    time.sleep(0.5)
-                left = out["embed_backlog_left"] = embed_backlog(rpc)
-                out["embed_backlog_s"] = round(time.perf_counter() - waited, 2)
-                say(f"[{s.name}] no encoder in this build: nothing to embed" if left is None else
-                    f"[{s.name}] background embedding of the seed done {out['embed_backlog_s']} s"
-                    f" after the last write ({left} left)")
+                out["embed_backlog_s"], out["embed_backlog_left"] = settle(rpc, args.settle)
+                say(f"[{s.name}] waited {out['embed_backlog_s']} s after the last write for"
+                    f" background embedding; {out['embed_backlog_left']} task(s) left"
+                    + (" (no progress: no encoder in this build?)" if out["embed_backlog_left"]
+                       else ""))
             logs = [rpc.call(*s.log_args(t)) for t in texts[args.memories:]]
             recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
             out["rss_mb"] = rpc.rss_mb()
