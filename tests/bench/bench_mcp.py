@@ -7,8 +7,9 @@ Measures, per server: spawn to the first tools/list reply (median of --starts st
 the servers' starts interleaved so that both see the same machine load); then, with
 --memories memories stored through the server's own log tool, p50/p95 of the log tool
 and of the recall tool over --calls calls each (client-side round trips,
-newline-delimited JSON-RPC). marm is measured once its background drain has embedded
-the seed (a settled session; the time that took is reported too). Targets for marm:
+newline-delimited JSON-RPC). marm's calls are timed in a settled session: its background
+drain has embedded the seed before the log calls, and those before the recall calls
+(the time the seed took is reported too). Targets for marm:
 start <= 0.8 s, log p50 <= 5 ms, recall p50 <= 15 ms at 1,000 memories.
 
 The MARM peer (marm-mcp-server, set up by the peer recipe with an all-MiniLM-L6-v2
@@ -253,6 +254,8 @@ def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dic
                     + (" (no progress: no encoder in this build?)" if out["embed_backlog_left"]
                        else ""))
             logs = [rpc.call(*s.log_args(t)) for t in texts[args.memories:]]
+            if s.name == "marm":
+                settle(rpc, args.settle)  # the timed writes are embedded before recalls, too
             recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
             out["rss_mb"] = rpc.rss_mb()
         finally:
