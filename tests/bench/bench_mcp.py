@@ -7,7 +7,8 @@ Measures, per server: spawn to the first tools/list reply (median of --starts st
 the servers' starts interleaved so that both see the same machine load); then, with
 --memories memories stored through the server's own log tool, p50/p95 of the log tool
 and of the recall tool over --calls calls each (client-side round trips,
-newline-delimited JSON-RPC). marm's calls are timed in a settled session: its background
+newline-delimited JSON-RPC), and --pairs recalls made right after a write of the
+memory they look for. marm's calls are timed in a settled session: its background
 drain has embedded the seed before the log calls, and those before the recall calls
 (the time the seed took is reported too). Targets for marm:
 start <= 0.8 s, log p50 <= 5 ms, recall p50 <= 15 ms at 1,000 memories.
@@ -230,6 +231,21 @@ def settle(rpc: Rpc, limit: float, stalled_after: float = 5.0) -> tuple[float, i
     return round(time.perf_counter() - waited, 2), left
 
 
+def write_then_recall(rpc: Rpc, s: Subject, pairs: int) -> tuple[list[float], int | None]:
+    """Write a memory, recall it at once: latency of that recall, and (marm) whether the
+    new memory came first. Nothing is settled in between: this is the fresh-write path."""
+    times, found = [], 0
+    for i in range(pairs):
+        marker = f"zeta{i}quartz"
+        rpc.call(*s.log_args(f"2026-12-01-fresh-NOTE: the {marker} flag guards the rollout"))
+        tool, arguments = s.recall_args(f"{marker} rollout flag")
+        result, seconds = rpc.request("tools/call", {"name": tool, "arguments": arguments})
+        times.append(seconds)
+        hits = (result.get("structuredContent") or {}).get("results") or [{}]
+        found += marker in str(hits[0].get("content", ""))
+    return times, found if s.name == "marm" else None
+
+
 def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
     """Seed --memories through the log tool, then time --calls log and recall calls."""
     out: dict[str, Any] = {}
@@ -257,10 +273,11 @@ def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dic
             if s.name == "marm":
                 settle(rpc, args.settle)  # the timed writes are embedded before recalls, too
             recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
+            fresh, found = write_then_recall(rpc, s, args.pairs)
             out["rss_mb"] = rpc.rss_mb()
         finally:
             rpc.close()
-    for what, values in (("log", logs), ("recall", recalls)):
+    for what, values in (("log", logs), ("recall", recalls), ("fresh_recall", fresh)):
         out[f"{what}_p50_ms"] = round(pct(values, 50) * 1000, 2)
         out[f"{what}_p95_ms"] = round(pct(values, 95) * 1000, 2)
     say(f"[{s.name}] {args.memories} memories seeded in {out['seed_s']} s"
@@ -268,6 +285,10 @@ def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dic
     for what in ("log", "recall"):
         say(f"[{s.name}] {what:<6} p50 {out[what + '_p50_ms']} ms  p95 {out[what + '_p95_ms']} ms"
             f"  ({args.calls} calls)")
+    say(f"[{s.name}] recall right after a write: p50 {out['fresh_recall_p50_ms']} ms"
+        f"  p95 {out['fresh_recall_p95_ms']} ms ({args.pairs} pairs"
+        + (f", new memory first in {found}/{args.pairs})" if found is not None else ")"))
+    out["fresh_recall_found"] = found
     say(f"[{s.name}] server RSS {out['rss_mb']} MB")
     return out
 
@@ -282,6 +303,8 @@ def main() -> None:
     parser.add_argument("--peer", default=os.environ.get("MARM_PEER", DEFAULT_PEER),
                         help="the MARM peer's setup directory (default: $MARM_PEER or %(default)s)")
     parser.add_argument("--no-peer", action="store_true", help="measure marm only")
+    parser.add_argument("--pairs", type=int, default=20,
+                        help="write-then-recall pairs (recall right after a write)")
     parser.add_argument("--settle", type=float, default=180,
                         help="most seconds to wait for marm's background embedding of the seed")
     args = parser.parse_args()
