@@ -336,7 +336,7 @@ def main() -> None:
             result["ratios"] = {
                 k: round(result["marm"][k] / result["peer"][k], 3)
                 for k in ("start_s", "log_p50_ms", "log_p95_ms", "recall_p50_ms", "recall_p95_ms",
-                          "rss_mb")
+                          "fresh_recall_p50_ms", "rss_mb")
                 if result["peer"].get(k) and result["marm"].get(k) is not None
             }
             say("marm / peer: " + ", ".join(f"{k} {v:.2f}x" for k, v in result["ratios"].items()))
