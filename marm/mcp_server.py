@@ -13,9 +13,9 @@ back as a tool error carrying the line the CLI would print; anything unexpected 
 with the traceback on stderr. The server never dies of a bad call.
 
 The process stays up for the whole agent session, so it is the natural place to embed:
-after each write a bounded drain of ``embed`` tasks runs in a background thread (the
-encoder loads once, on the first such drain), off the request path. A recall right after
-a write still finds the new memory through the lexical lane.
+after writes, once the client has been quiet for a moment, a bounded drain of ``embed``
+tasks runs in a background thread (the encoder loads once per process), off the request
+path. A recall right after a write still finds the new memory.
 
 This module imports ``mcp`` at the top: only ``marm mcp`` imports it.
 """
@@ -60,6 +60,10 @@ _MCP_CONTEXT = "mcp_context"
 ROOTS_TIMEOUT = 2.0
 #: Upper bound of one background embedding drain.
 DRAIN_SECONDS = 30.0
+#: Quiet time after the last call before the background drain starts ...
+IDLE_SECONDS = 0.75
+#: ... but never later than this after the first write that asked for it.
+MAX_DELAY_SECONDS = 5.0
 #: Client names (``clientInfo.name``) mapped to the platform marm tags memories with.
 _PLATFORMS = ("claude", "codex", "gemini", "cursor")
 
@@ -70,34 +74,54 @@ def tool_ops() -> list[Op]:
 
 
 class BackgroundDrain:
-    """Embeds new memories in a background thread, one bounded drain at a time.
+    """Embeds new memories in a background thread, once the client has gone quiet.
 
-    ``kick()`` after a write starts a drain thread, or, if one is running, asks it to go
-    round once more so that tasks enqueued meanwhile are not left for later. Another
-    process holding the drain lease (``Busy``) is not an error: that drain embeds them.
+    ``kick()`` after a write asks for a drain; ``touch()`` on every call pushes it back, so
+    the drain runs ``idle`` seconds after the last call (and at the latest ``max_delay``
+    seconds after the first write that asked for it). That keeps it out of the way of
+    a recall made right after a write: such a recall embeds the few pending memories
+    itself, whereas a drain that had just claimed them would leave the new memory without
+    a vector for that recall. One drain thread at a time; a write during a drain asks for
+    another round. Another process holding the drain lease (``Busy``) is not an error:
+    that drain embeds them.
     """
 
-    def __init__(self, cwd: Path, env: Mapping[str, str],
-                 max_seconds: float = DRAIN_SECONDS) -> None:
+    def __init__(self, cwd: Path, env: Mapping[str, str], idle: float = IDLE_SECONDS,
+                 max_delay: float = MAX_DELAY_SECONDS, max_seconds: float = DRAIN_SECONDS) -> None:
         self.cwd, self.env, self.max_seconds = cwd, env, max_seconds
+        self.idle, self.max_delay = idle, max_delay
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._again = False
+        self._wanted = False
+        self._due = self._latest = 0.0
         self._unavailable = False
 
     def kick(self) -> None:
         with self._lock:
             if self._unavailable:
                 return
-            if self._thread is not None and self._thread.is_alive():
-                self._again = True
-                return
-            self._again = False
-            self._thread = threading.Thread(target=self._run, name="marm-embed-drain", daemon=True)
-            self._thread.start()
+            now = time.monotonic()
+            if not self._wanted:
+                self._wanted, self._latest = True, now + self.max_delay
+            self._due = min(now + self.idle, self._latest)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="marm-embed-drain",
+                                                daemon=True)
+                self._thread.start()
 
-    def wait(self, timeout: float) -> None:
-        thread = self._thread
+    def touch(self) -> None:
+        with self._lock:
+            if self._wanted:
+                self._due = min(max(self._due, time.monotonic() + self.idle), self._latest)
+
+    def finish(self, timeout: float, run_pending: bool = True) -> None:
+        """Run a wanted drain now (or drop it), and wait up to ``timeout`` for the thread."""
+        with self._lock:
+            if run_pending:
+                self._due = 0.0
+            else:
+                self._wanted = False
+            thread = self._thread
         if thread is not None:
             thread.join(timeout)
 
@@ -105,6 +129,16 @@ class BackgroundDrain:
         from marm import drain
 
         while True:
+            with self._lock:
+                if not self._wanted:
+                    self._thread = None
+                    return
+                wait = self._due - time.monotonic()
+                if wait <= 0:
+                    self._wanted = False
+            if wait > 0:
+                time.sleep(min(wait, 0.1))  # short naps: ``finish`` may bring the drain forward
+                continue
             if drain.load_handler("embed") is None:  # embeddings are not part of this build
                 with self._lock:
                     self._unavailable, self._thread = True, None
@@ -118,11 +152,6 @@ class BackgroundDrain:
                 log.exception("background embedding drain failed")
             finally:
                 ctx.close()
-            with self._lock:
-                if not self._again:
-                    self._thread = None
-                    return
-                self._again = False
 
 
 @dataclass
@@ -176,6 +205,7 @@ class Served:
 
     def invoke(self, o: Op, ctx: Ctx, kwargs: dict[str, Any]) -> types.CallToolResult:
         """Run ``o`` (in a worker thread) and turn its result or error into a tool result."""
+        self.background.touch()
         try:
             self._hold_database(ctx)
             result = o.func(ctx, **kwargs)
@@ -339,6 +369,6 @@ def serve(cwd: Path, env: Mapping[str, str]) -> Served:
     try:
         server.run("stdio")
     finally:
-        served.background.wait(timeout=5.0)
+        served.background.finish(timeout=5.0)  # embed what this session wrote, bounded
         served.close()
     return served

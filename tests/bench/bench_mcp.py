@@ -212,7 +212,7 @@ def embed_backlog(rpc: Rpc) -> int:
     return int(status.get("outbox", {}).get("embed", {}).get("pending", 0))
 
 
-def settle(rpc: Rpc, limit: float, stalled_after: float = 5.0) -> tuple[float, int]:
+def settle(rpc: Rpc, limit: float, stalled_after: float = 15.0) -> tuple[float, int]:
     """Wait until marm's background drain has embedded the backlog, or nothing moves.
 
     Returns the seconds waited and the tasks left (left > 0 with no progress means this
@@ -231,18 +231,20 @@ def settle(rpc: Rpc, limit: float, stalled_after: float = 5.0) -> tuple[float, i
     return round(time.perf_counter() - waited, 2), left
 
 
-def write_then_recall(rpc: Rpc, s: Subject, pairs: int) -> tuple[list[float], int | None]:
-    """Write a memory, recall it at once: latency of that recall, and (marm) whether the
-    new memory came first. Nothing is settled in between: this is the fresh-write path."""
-    times, found = [], 0
+def write_then_recall(rpc: Rpc, s: Subject, pairs: int) -> tuple[list[float], list[int] | None]:
+    """Write a memory, recall it at once: latency of that recall, and (marm) in how many
+    pairs the new memory came back at all / first. Nothing is settled in between."""
+    times, found = [], [0, 0]
     for i in range(pairs):
         marker = f"zeta{i}quartz"
         rpc.call(*s.log_args(f"2026-12-01-fresh-NOTE: the {marker} flag guards the rollout"))
         tool, arguments = s.recall_args(f"{marker} rollout flag")
         result, seconds = rpc.request("tools/call", {"name": tool, "arguments": arguments})
         times.append(seconds)
-        hits = (result.get("structuredContent") or {}).get("results") or [{}]
-        found += marker in str(hits[0].get("content", ""))
+        contents = [str(h.get("content", ""))
+                    for h in (result.get("structuredContent") or {}).get("results") or []]
+        found[0] += any(marker in c for c in contents)
+        found[1] += bool(contents) and marker in contents[0]
     return times, found if s.name == "marm" else None
 
 
@@ -287,7 +289,8 @@ def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dic
             f"  ({args.calls} calls)")
     say(f"[{s.name}] recall right after a write: p50 {out['fresh_recall_p50_ms']} ms"
         f"  p95 {out['fresh_recall_p95_ms']} ms ({args.pairs} pairs"
-        + (f", new memory first in {found}/{args.pairs})" if found is not None else ")"))
+        + (f"; the new memory returned in {found[0]}, first in {found[1]})"
+           if found is not None else ")"))
     out["fresh_recall_found"] = found
     say(f"[{s.name}] server RSS {out['rss_mb']} MB")
     return out

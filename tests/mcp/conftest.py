@@ -62,10 +62,11 @@ class Calls:
         return self.session(lambda c: c.list_tools()).tools
 
     def drain_idle(self) -> None:
-        self.served.background.wait(timeout=30)
+        """Run the background drain the writes asked for now, and wait for it."""
+        self.served.background.finish(timeout=30)
 
     def close(self) -> None:
-        self.drain_idle()
+        self.served.background.finish(timeout=30, run_pending=False)
         self.served.close()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 import types
 
 import pytest
@@ -51,13 +52,33 @@ def test_writes_do_not_wait_for_embedding_and_recall_finds_them_at_once(srv, emb
     try:
         stored = srv.ok("marm_log_entry", text="DECISION: the billing cron runs at 02:00 UTC")
         srv.ok("marm_log_entry", text="the docs site builds with mkdocs")
-        hits = srv.ok("marm_smart_recall", query="billing cron")["results"]
+        hits = srv.ok("marm_smart_recall", query="billing cron", mode="lexical")["results"]
         assert hits[0]["id"] == stored["id"]
         assert embed_handler["tasks"] == []  # not embedded yet, still found
     finally:
         embed_handler["gate"].set()
     srv.drain_idle()
     assert len(embed_handler["tasks"]) == 2  # the write that came while draining is picked up too
+
+
+def test_the_drain_waits_until_the_client_is_quiet(srv, embed_handler):
+    srv.served.background.idle = srv.served.background.max_delay = 30  # a busy client
+    first = srv.ok("marm_log_entry", text="DECISION: feature flags live in the config service")
+    hits = srv.ok("marm_smart_recall", query="feature flags config", mode="lexical")["results"]
+    assert hits[0]["id"] == first["id"]
+    srv.ok("marm_summary")
+    assert embed_handler["tasks"] == []  # nothing claimed under a recall's feet
+    srv.drain_idle()
+    assert len(embed_handler["tasks"]) == 1
+
+
+def test_a_busy_client_does_not_postpone_the_drain_forever(srv, embed_handler):
+    srv.served.background.idle, srv.served.background.max_delay = 30, 0.2
+    srv.ok("marm_log_entry", text="FIX: the importer skipped rows with a BOM")
+    deadline = time.monotonic() + 20
+    while not embed_handler["tasks"] and time.monotonic() < deadline:
+        srv.ok("marm_summary")  # calls keep coming, each one would push the drain back
+    assert len(embed_handler["tasks"]) == 1
 
 
 def test_another_drain_holding_the_lease_is_left_alone(srv, embed_handler, ctx):
@@ -90,3 +111,11 @@ def test_the_real_encoder_embeds_in_the_server_before_any_recall(srv, ctx):
     found = srv.ok("marm_smart_recall", query="which database backs background jobs",
                    mode="semantic")
     assert found["results"][0]["id"] == moved["id"]
+    # A recall right after a write finds the new memory first, among embedded look-alikes.
+    srv.served.background.idle = srv.served.background.max_delay = 30
+    for i in range(4):
+        srv.ok("marm_log_entry", text=f"NOTE: the flag{i}x guards the rollout of the billing page")
+    srv.drain_idle()
+    fresh = srv.ok("marm_log_entry", text="NOTE: the flag9x guards the rollout of the billing page")
+    hits = srv.ok("marm_smart_recall", query="flag9x rollout billing")["results"]
+    assert hits[0]["id"] == fresh["id"]
