@@ -118,7 +118,7 @@ class BackgroundDrain:
         """Run a wanted drain now (or drop it), and wait up to ``timeout`` for the thread."""
         with self._lock:
             if run_pending:
-                self._due = 0.0
+                self._due = self._latest = 0.0  # a late touch() cannot push it back again
             else:
                 self._wanted = False
             thread = self._thread
