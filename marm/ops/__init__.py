@@ -21,6 +21,7 @@ MODULES = (
     "marm.ops.concepts",
     "marm.ops.code",
     "marm.ops.agents",
+    "marm.ops.serve",
 )
 
 

@@ -1,0 +1,374 @@
+"""``marm mcp``: every registered op that has an MCP name, served as an MCP tool over STDIO.
+
+Nothing here is written by hand per tool: each tool function is generated from the op's
+one definition (``Op.params()``), the way ``marm/cli.py`` generates Typer commands, so a
+tool has the CLI command's parameters (names, types, defaults, help as description), the
+op's docstring as description, honest annotations, the op's result dataclass as output
+schema, and the result's ``text()`` as readable content.
+
+Per call, a fresh ``Ctx(source="mcp")`` whose working directory is the client's first
+root (``roots/list``) when the client offers roots, else the directory the server was
+started in, so scope is decided per call, never once per process. A ``MarmError`` comes
+back as a tool error carrying the line the CLI would print; anything unexpected does too,
+with the traceback on stderr. The server never dies of a bad call.
+
+The process stays up for the whole agent session, so it is the natural place to embed:
+after writes, once the client has been quiet for a moment, a bounded drain of ``embed``
+tasks runs in a background thread (the encoder loads once per process), off the request
+path. A recall right after a write still finds the new memory.
+
+This module imports ``mcp`` at the top: only ``marm mcp`` imports it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import logging
+import os
+import sys
+import threading
+import time
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import unquote, urlparse
+
+import anyio
+import mcp_types as types
+import orjson
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field, ValidationError
+from typing_extensions import TypedDict
+
+from marm import __version__, config
+from marm.errors import Busy, MarmError
+from marm.ops import Op, load
+from marm.ops.context import Ctx
+from marm.store import Store
+
+log = logging.getLogger("marm.mcp")
+
+#: Name of the generated tool functions' MCP-context parameter (never a marm parameter).
+_MCP_CONTEXT = "mcp_context"
+#: How long a tool call waits for the client's roots before using the start directory.
+ROOTS_TIMEOUT = 2.0
+#: Upper bound of one background embedding drain.
+DRAIN_SECONDS = 30.0
+#: Quiet time after the last call before the background drain starts ...
+IDLE_SECONDS = 0.75
+#: ... but never later than this after the first write that asked for it.
+MAX_DELAY_SECONDS = 5.0
+#: Client names (``clientInfo.name``) mapped to the platform marm tags memories with.
+_PLATFORMS = ("claude", "codex", "gemini", "cursor")
+
+
+def tool_ops() -> list[Op]:
+    """The ops served as tools: every registered op with an MCP name."""
+    return [o for o in load().values() if o.mcp]
+
+
+class BackgroundDrain:
+    """Embeds new memories in a background thread, once the client has gone quiet.
+
+    ``kick()`` after a write asks for a drain; ``touch()`` on every call pushes it back, so
+    the drain runs ``idle`` seconds after the last call (and at the latest ``max_delay``
+    seconds after the first write that asked for it). That keeps it out of the way of
+    a recall made right after a write: such a recall embeds the few pending memories
+    itself, whereas a drain that had just claimed them would leave the new memory without
+    a vector for that recall. One drain thread at a time; a write during a drain asks for
+    another round. Another process holding the drain lease (``Busy``) is not an error:
+    that drain embeds them.
+    """
+
+    def __init__(self, cwd: Path, env: Mapping[str, str], idle: float = IDLE_SECONDS,
+                 max_delay: float = MAX_DELAY_SECONDS, max_seconds: float = DRAIN_SECONDS) -> None:
+        self.cwd, self.env, self.max_seconds = cwd, env, max_seconds
+        self.idle, self.max_delay = idle, max_delay
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._wanted = False
+        self._due = self._latest = 0.0
+        self._unavailable = False
+
+    def kick(self) -> None:
+        with self._lock:
+            if self._unavailable:
+                return
+            now = time.monotonic()
+            if not self._wanted:
+                self._wanted, self._latest = True, now + self.max_delay
+            self._due = min(now + self.idle, self._latest)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="marm-embed-drain",
+                                                daemon=True)
+                self._thread.start()
+
+    def touch(self) -> None:
+        with self._lock:
+            if self._wanted:
+                self._due = min(max(self._due, time.monotonic() + self.idle), self._latest)
+
+    def finish(self, timeout: float, run_pending: bool = True) -> None:
+        """Run a wanted drain now (or drop it), and wait up to ``timeout`` for the thread."""
+        with self._lock:
+            if run_pending:
+                self._due = self._latest = 0.0  # a late touch() cannot push it back again
+            else:
+                self._wanted = False
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+
+    def _run(self) -> None:
+        from marm import drain
+
+        while True:
+            with self._lock:
+                if not self._wanted:
+                    self._thread = None
+                    return
+                wait = self._due - time.monotonic()
+                if wait <= 0:
+                    self._wanted = False
+            if wait > 0:
+                time.sleep(min(wait, 0.1))  # short naps: ``finish`` may bring the drain forward
+                continue
+            if drain.load_handler("embed") is None:  # embeddings are not part of this build
+                with self._lock:
+                    self._unavailable, self._thread = True, None
+                return
+            ctx = Ctx(source="mcp", cwd=self.cwd, env=dict(self.env))
+            try:
+                drain.run(ctx, kinds=["embed"], max_seconds=self.max_seconds, sweeps=False)
+            except Busy:
+                pass  # another process is draining; it embeds these too
+            except Exception:  # noqa: BLE001 - background work must not take the server down
+                log.exception("background embedding drain failed")
+            finally:
+                ctx.close()
+
+
+@dataclass
+class Served:
+    """What the tools share: where the server started, its environment, its counters."""
+
+    cwd: Path
+    env: Mapping[str, str] = field(repr=False)
+    background: BackgroundDrain = field(repr=False)
+    calls: int = 0
+    errors: int = 0
+    started: float = field(default_factory=time.monotonic)
+    roots_failed: bool = False
+    _anchor: Store | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    async def ctx_for(self, mcp_context: Context | None) -> Ctx:
+        """A fresh context for one tool call: the client's root (or the start dir), its name."""
+        root, platform = None, None
+        if mcp_context is not None:
+            root = await self._client_root(mcp_context)
+            platform = _platform(mcp_context)
+        return Ctx(source="mcp", platform=platform, cwd=root or self.cwd, env=dict(self.env))
+
+    async def _client_root(self, mcp_context: Context) -> Path | None:
+        """The client's first ``file://`` root that is a directory, if the client offers roots.
+
+        Asked on every call, so a client that changes its roots is followed. A client
+        that offers roots but fails to list them is not asked again: every later call
+        would wait for it.
+        """
+        session = mcp_context.session
+        capabilities = session.client_capabilities
+        if (self.roots_failed or capabilities is None or capabilities.roots is None
+                or not session.can_send_request):
+            return None  # no roots, or a protocol version without server-to-client requests
+        try:
+            with anyio.fail_after(ROOTS_TIMEOUT):
+                listed = await session.send_request(types.ListRootsRequest(), types.ListRootsResult)
+        except Exception as exc:  # noqa: BLE001 - without roots the start directory is used
+            self.roots_failed = True
+            log.warning("the client's roots/list failed (%s); using %s for scope", exc, self.cwd)
+            return None
+        for root in listed.roots:
+            uri = urlparse(str(root.uri))
+            if uri.scheme == "file":
+                path = Path(unquote(uri.path))
+                if path.is_dir():
+                    return path
+        return None
+
+    def invoke(self, o: Op, ctx: Ctx, kwargs: dict[str, Any]) -> types.CallToolResult:
+        """Run ``o`` (in a worker thread) and turn its result or error into a tool result."""
+        self.background.touch()
+        try:
+            self._hold_database(ctx)
+            result = o.func(ctx, **kwargs)
+            answer = types.CallToolResult(
+                content=[types.TextContent(type="text", text=result.text())],
+                structured_content=_as_json(result),
+            )
+        except MarmError as exc:
+            answer = _error(f"error: {exc.message}")
+        except Exception as exc:  # noqa: BLE001 - one bad call must not end the session
+            log.exception("tool %s failed", o.mcp)
+            answer = _error(f"error: internal error: {type(exc).__name__}: {exc}")
+        finally:
+            ctx.close()
+        with self._lock:
+            self.calls += 1
+            self.errors += bool(answer.is_error)
+        if not o.read_only and not answer.is_error:
+            self.background.kick()
+        return answer
+
+    def _hold_database(self, ctx: Ctx) -> None:
+        """Keep one connection open for the server's whole life.
+
+        Each call opens and closes its own connection (calls run on worker threads), and
+        closing the last connection to a WAL database checkpoints it, an fsync of tens of
+        milliseconds that would otherwise land on every write. A failure to open is left
+        to the call's own open, which reports it.
+        """
+        if self._anchor is not None:
+            return
+        with self._lock:
+            if self._anchor is None:
+                try:
+                    self._anchor = Store.open(config.database_path(ctx.home))
+                except MarmError:
+                    pass
+
+    def close(self) -> None:
+        if self._anchor is not None:
+            self._anchor.close()
+            self._anchor = None
+
+
+def _as_json(result: Any) -> dict[str, Any]:
+    """The result as the CLI's ``--json`` prints it (same keys, same values)."""
+    return orjson.loads(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS))
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
+                                is_error=True)
+
+
+def _platform(mcp_context: Context) -> str | None:
+    params = mcp_context.session.client_params
+    name = params.client_info.name if params is not None and params.client_info else None
+    if not name:
+        return None
+    lowered = name.lower()
+    return next((p for p in _PLATFORMS if p in lowered), name)
+
+
+def _annotations(o: Op) -> types.ToolAnnotations:
+    return types.ToolAnnotations(
+        read_only_hint=o.read_only,
+        destructive_hint=o.destructive and not o.read_only,
+        idempotent_hint=o.idempotent,
+        open_world_hint=False,
+    )
+
+
+@functools.cache
+def _output_type(cls: type) -> type:
+    """A TypedDict with the fields of an op's result dataclass: the tool's output schema.
+
+    The SDK would derive a model from the dataclass through its class attributes, which
+    slotted dataclasses do not have; a TypedDict it takes as it is, in one schema pass
+    (this runs for every tool at every start). Every key is always present in a result.
+    """
+    hints = typing.get_type_hints(cls)
+    return TypedDict(cls.__name__, {f.name: hints[f.name] for f in dataclasses.fields(cls)})  # type: ignore[operator]
+
+
+def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
+    """An async function with ``o``'s parameters as pydantic sees them, plus the MCP context."""
+    params, hints = [], {}
+    for spec in o.params():
+        annotation = Annotated[spec.annotation, Field(description=spec.meta.help)]
+        params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
+                                        default=spec.default, annotation=annotation))
+        hints[spec.name] = annotation
+    params.append(inspect.Parameter(_MCP_CONTEXT, inspect.Parameter.KEYWORD_ONLY,
+                                    default=None, annotation=Context))
+    hints[_MCP_CONTEXT] = Context
+    # The op's dataclass is the output schema; the function builds the result itself.
+    returns = Annotated[types.CallToolResult, _output_type(o.return_type())]
+    hints["return"] = returns
+
+    async def tool(**kwargs: Any) -> types.CallToolResult:
+        ctx = await served.ctx_for(kwargs.pop(_MCP_CONTEXT, None))
+        return await anyio.to_thread.run_sync(served.invoke, o, ctx, kwargs)
+
+    tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
+    tool.__annotations__ = hints
+    tool.__name__ = tool.__qualname__ = o.mcp or o.path[-1]
+    tool.__doc__ = o.help
+    return tool
+
+
+class _Server(MCPServer):
+    """The SDK's server, with argument errors told in one line like every other error."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(_bad_arguments(exc.__cause__)) from exc.__cause__
+            raise
+
+
+def _bad_arguments(exc: ValidationError) -> str:
+    problems = [
+        f"{'.'.join(str(p) for p in err['loc']) or 'arguments'}: {err['msg']}"
+        for err in exc.errors(include_url=False)
+    ]
+    return "error: " + "; ".join(problems)
+
+
+def build(
+    cwd: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[MCPServer, Served]:
+    """The MCP server for the current registry, and the state its tools share."""
+    start = Path(cwd) if cwd is not None else Path.cwd()
+    environ = dict(env if env is not None else os.environ)
+    served = Served(start, environ, BackgroundDrain(start, environ))
+    server = _Server(
+        name="marm", title="marm", version=__version__,
+        description="Local-first memory for coding agents: one SQLite store, exact and "
+                    "semantic recall.",
+        log_level=_log_level(environ),
+    )
+    for o in tool_ops():
+        server.add_tool(
+            _tool_function(o, served), name=o.mcp, title=f"marm {o.name}", description=o.help,
+            annotations=_annotations(o), structured_output=True,
+        )
+    return server, served
+
+
+def _log_level(env: Mapping[str, str]) -> typing.Literal["DEBUG", "WARNING"]:
+    return "DEBUG" if env.get("MARM_DEBUG") else "WARNING"
+
+
+def serve(cwd: Path, env: Mapping[str, str]) -> Served:
+    """Serve over STDIO until the client closes the connection; logs go to stderr."""
+    logging.basicConfig(stream=sys.stderr, level=_log_level(env),
+                        format="marm mcp: %(levelname)s %(name)s: %(message)s")
+    server, served = build(cwd, env)
+    try:
+        server.run("stdio")
+    finally:
+        served.background.finish(timeout=5.0)  # embed what this session wrote, bounded
+        served.close()
+    return served

@@ -1,0 +1,42 @@
+"""Serving ops: ``marm mcp`` (CLI only: it is the server, not one of its tools)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from marm.ops.context import Ctx
+from marm.ops.registry import op
+
+
+@dataclass(frozen=True, slots=True)
+class ServeResult:
+    calls: int
+    errors: int
+    seconds: float
+
+    def text(self) -> str:
+        return (f"marm mcp: served {self.calls} tool call(s), {self.errors} error(s),"
+                f" in {self.seconds:.0f}s")
+
+
+@op("mcp")
+def mcp(ctx: Ctx) -> ServeResult:
+    """Serve marm's operations as MCP tools over STDIO, until the client disconnects.
+
+    Register it with an agent once, e.g. `claude mcp add marm -- marm mcp`. Each tool
+    call is scoped to the client's root (or the directory the server started in);
+    memories are embedded in the background while the server runs. Standard output
+    carries only protocol messages; logs and this command's summary go to stderr.
+    """
+    import time
+
+    from marm import mcp_server
+
+    served = mcp_server.serve(ctx.cwd, ctx.env)
+    # The protocol is over: point stdout at stderr so the summary the CLI prints for
+    # this command can never reach a client still reading our stdout.
+    sys.stdout.flush()
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    return ServeResult(served.calls, served.errors, round(time.monotonic() - served.started, 3))

@@ -1,0 +1,352 @@
+"""Benchmark `marm mcp` over real STDIO, and the MARM peer with the same work if installed.
+
+    python tests/bench/bench_mcp.py [--json] [--starts 5] [--calls 50] [--memories 1000]
+                                    [--peer DIR | --no-peer]
+
+Measures, per server: spawn to the first tools/list reply (median of --starts starts,
+the servers' starts interleaved so that both see the same machine load); then, with
+--memories memories stored through the server's own log tool, p50/p95 of the log tool
+and of the recall tool over --calls calls each (client-side round trips,
+newline-delimited JSON-RPC), and --pairs recalls made right after a write of the
+memory they look for. marm's calls are timed in a settled session: its background
+drain has embedded the seed before the log calls, and those before the recall calls
+(the time the seed took is reported too). Targets for marm:
+start <= 0.8 s, log p50 <= 5 ms, recall p50 <= 15 ms at 1,000 memories.
+
+The MARM peer (marm-mcp-server, set up by the peer recipe with an all-MiniLM-L6-v2
+stand-in for its encoder) is looked for in --peer, else $MARM_PEER, else
+/tmp/marm-peer; when it is not there, it is skipped and said so. Readable figures go
+to stdout (stderr with --json); the last stdout line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+TARGETS = {"start_s": 0.8, "log_p50_ms": 5.0, "recall_p50_ms": 15.0}
+DEFAULT_PEER = "/tmp/marm-peer"
+
+_SUBJECTS = ["the payment webhook", "the login page", "the build", "the staging cluster",
+             "the search index", "the billing cron", "the cache layer", "the release script",
+             "the auth service", "the docs site", "the mobile client", "the event bus"]
+_VERBS = ["retries", "times out on", "caches", "rotates", "validates", "logs", "shards",
+          "compresses", "rate-limits", "migrates", "pins", "replays"]
+_OBJECTS = ["refresh tokens", "idempotency keys", "the tenant id", "stale cookies",
+            "large uploads", "nightly snapshots", "feature flags", "the region header",
+            "retry budgets", "schema versions", "webhook signatures", "old sessions"]
+_KINDS = ["DECISION", "FIX", "NOTE", "TODO", "LESSON"]
+
+
+def corpus(n: int, seed: int = 7) -> list[str]:
+    """``n`` distinct log entries in `YYYY-MM-DD-topic-summary` form (both servers parse it)."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        s, v, o = rng.choice(_SUBJECTS), rng.choice(_VERBS), rng.choice(_OBJECTS)
+        out.append(f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}-bench-{rng.choice(_KINDS)}: {s} {v} {o}"
+                   f" (case {i})")
+    return out
+
+
+def queries(n: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [f"{rng.choice(_SUBJECTS).split(' ', 1)[1]} {rng.choice(_OBJECTS)}" for _ in range(n)]
+
+
+class Rpc:
+    """A minimal newline-delimited JSON-RPC client for one MCP server process."""
+
+    def __init__(self, cmd: list[str], cwd: Path, env: dict[str, str], stderr: Any) -> None:
+        self.spawned = time.perf_counter()
+        self.proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=stderr)
+        self.inbox: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                self.inbox.put(json.loads(line))
+            except ValueError:
+                self.inbox.put({"_not_json": line.decode("utf-8", "replace")})
+        self.inbox.put(None)
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def request(self, method: str, params: dict[str, Any] | None = None,
+                timeout: float = 300) -> tuple[dict[str, Any], float]:
+        self.next_id += 1
+        sent = time.perf_counter()
+        self._send({"id": self.next_id, "method": method, **({"params": params} if params else {})})
+        while True:
+            message = self.inbox.get(timeout=timeout)
+            if message is None:
+                raise RuntimeError(f"the server closed stdout during {method}")
+            if "_not_json" in message:
+                raise RuntimeError(f"non-protocol line on stdout: {message['_not_json']!r}")
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message["result"], time.perf_counter() - sent
+
+    def start(self) -> float:
+        """Initialize and list tools; seconds from spawn to the tools/list reply."""
+        self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                    "clientInfo": {"name": "bench", "version": "0"}})
+        self._send({"method": "notifications/initialized"})
+        self.request("tools/list")
+        return time.perf_counter() - self.spawned
+
+    def call(self, tool: str, arguments: dict[str, Any]) -> float:
+        result, seconds = self.request("tools/call", {"name": tool, "arguments": arguments})
+        if result.get("isError"):
+            raise RuntimeError(f"{tool} failed: {result['content']}")
+        return seconds
+
+    def rss_mb(self) -> float | None:
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS"):
+                        return round(int(line.split()[1]) / 1024, 1)
+        except OSError:
+            return None
+        return None
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Subject:
+    """How to start one server and say the same work in its tools' words."""
+
+    def __init__(self, name: str, cmd: list[str], env: dict[str, str], cwd: Path,
+                 log: Any, recall: Any) -> None:
+        self.name, self.cmd, self.env, self.cwd = name, cmd, env, cwd
+        self.log_args, self.recall_args = log, recall
+
+    def spawn(self, stderr: Any) -> Rpc:
+        return Rpc(self.cmd, self.cwd, self.env, stderr)
+
+
+def marm_subject(work: Path) -> Subject:
+    home = work / "marm-home"
+    project = work / "proj-alpha"
+    project.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    env = {**os.environ, "MARM_HOME": str(home)}
+    env.pop("MARM_PROJECT", None)
+    return Subject("marm", [sys.executable, "-m", "marm", "mcp"], env, project,
+                   log=lambda text: ("marm_log_entry", {"text": text}),
+                   recall=lambda q: ("marm_smart_recall", {"query": q, "limit": 5}))
+
+
+def peer_subject(peer: Path, work: Path) -> Subject | None:
+    launcher, python = peer / "bin" / "marm_stdio_minilm.py", peer / "venv" / "bin" / "python"
+    cache = peer / "fastembed_cache_minilm"
+    if not (launcher.is_file() and python.is_file() and cache.is_dir()):
+        return None
+    home = work / "peer-home"
+    (home / ".marm").mkdir(parents=True, exist_ok=True)
+    project = work / "peer" / "proj-alpha"   # its scope is the directory it starts in
+    project.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "HF_HUB_OFFLINE": "1",
+           "FASTEMBED_CACHE_PATH": str(cache), "XDG_CACHE_HOME": str(home / ".cache"),
+           "PYTHONUNBUFFERED": "1"}
+    return Subject("peer", [str(python), str(launcher)], env, project,
+                   log=lambda text: ("marm_log_entry", {"entry": text, "session_name": "bench"}),
+                   recall=lambda q: ("marm_smart_recall",
+                                     {"query": q, "session_name": "bench", "limit": 5}))
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def measure_starts(subjects: list[Subject], args: argparse.Namespace, work: Path,
+                   say: Any) -> dict[str, float]:
+    """Spawn to first tools/list reply, the subjects' starts interleaved (same machine load)."""
+    starts: dict[str, list[float]] = {s.name: [] for s in subjects}
+    for _ in range(args.starts):
+        for s in subjects:
+            with open(work / f"{s.name}-stderr.log", "ab") as errlog:
+                rpc = s.spawn(errlog)
+                try:
+                    starts[s.name].append(rpc.start())
+                finally:
+                    rpc.close()
+    for name, values in starts.items():
+        say(f"[{name}] start to first tools/list: median {statistics.median(values):.3f} s "
+            f"(min {min(values):.3f}, max {max(values):.3f}, {len(values)} starts)")
+    return {name: round(statistics.median(values), 3) for name, values in starts.items()}
+
+
+def embed_backlog(rpc: Rpc) -> int:
+    """marm's pending embedding tasks, from marm_status."""
+    result, _ = rpc.request("tools/call", {"name": "marm_status", "arguments": {}})
+    status = result.get("structuredContent") or {}
+    return int(status.get("outbox", {}).get("embed", {}).get("pending", 0))
+
+
+def settle(rpc: Rpc, limit: float, stalled_after: float = 15.0) -> tuple[float, int]:
+    """Wait until marm's background drain has embedded the backlog, or nothing moves.
+
+    Returns the seconds waited and the tasks left (left > 0 with no progress means this
+    build has no encoder, or it is unavailable: recall then runs on words).
+    """
+    waited = last_change = time.perf_counter()
+    left = embed_backlog(rpc)
+    while left and time.perf_counter() - waited < limit:
+        time.sleep(0.5)
+        now_left = embed_backlog(rpc)
+        if now_left < left:
+            last_change = time.perf_counter()
+        elif time.perf_counter() - last_change > stalled_after:
+            break
+        left = now_left
+    return round(time.perf_counter() - waited, 2), left
+
+
+def write_then_recall(rpc: Rpc, s: Subject, pairs: int) -> tuple[list[float], list[int] | None]:
+    """Write a memory, recall it at once: latency of that recall, and (marm) in how many
+    pairs the new memory came back at all / first. Nothing is settled in between."""
+    times, found = [], [0, 0]
+    for i in range(pairs):
+        marker = f"zeta{i}quartz"
+        rpc.call(*s.log_args(f"2026-12-01-fresh-NOTE: the {marker} flag guards the rollout"))
+        tool, arguments = s.recall_args(f"{marker} rollout flag")
+        result, seconds = rpc.request("tools/call", {"name": tool, "arguments": arguments})
+        times.append(seconds)
+        contents = [str(h.get("content", ""))
+                    for h in (result.get("structuredContent") or {}).get("results") or []]
+        found[0] += any(marker in c for c in contents)
+        found[1] += bool(contents) and marker in contents[0]
+    return times, found if s.name == "marm" else None
+
+
+def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
+    """Seed --memories through the log tool, then time --calls log and recall calls."""
+    out: dict[str, Any] = {}
+    with open(work / f"{s.name}-stderr.log", "ab") as errlog:
+        rpc = s.spawn(errlog)
+        try:
+            rpc.start()
+            texts = corpus(args.memories + args.calls)
+            seeded = time.perf_counter()
+            first = rpc.call(*s.log_args(texts[0]))  # includes any model load on first write
+            for i, text in enumerate(texts[1:args.memories], 1):
+                rpc.call(*s.log_args(text))
+                if i % 250 == 0:
+                    say(f"[{s.name}] seeded {i}/{args.memories}")
+            out["seed_s"] = round(time.perf_counter() - seeded, 2)
+            out["first_log_ms"] = round(first * 1000, 1)
+            if s.name == "marm":
+                # Measure a settled session: wait for the background drain to embed the seed.
+                out["embed_backlog_s"], out["embed_backlog_left"] = settle(rpc, args.settle)
+                say(f"[{s.name}] waited {out['embed_backlog_s']} s after the last write for"
+                    f" background embedding; {out['embed_backlog_left']} task(s) left"
+                    + (" (no progress: no encoder in this build?)" if out["embed_backlog_left"]
+                       else ""))
+            logs = [rpc.call(*s.log_args(t)) for t in texts[args.memories:]]
+            if s.name == "marm":
+                settle(rpc, args.settle)  # the timed writes are embedded before recalls, too
+            recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
+            fresh, found = write_then_recall(rpc, s, args.pairs)
+            out["rss_mb"] = rpc.rss_mb()
+        finally:
+            rpc.close()
+    for what, values in (("log", logs), ("recall", recalls), ("fresh_recall", fresh)):
+        out[f"{what}_p50_ms"] = round(pct(values, 50) * 1000, 2)
+        out[f"{what}_p95_ms"] = round(pct(values, 95) * 1000, 2)
+    say(f"[{s.name}] {args.memories} memories seeded in {out['seed_s']} s"
+        f" (first write {out['first_log_ms']} ms)")
+    for what in ("log", "recall"):
+        say(f"[{s.name}] {what:<6} p50 {out[what + '_p50_ms']} ms  p95 {out[what + '_p95_ms']} ms"
+            f"  ({args.calls} calls)")
+    say(f"[{s.name}] recall right after a write: p50 {out['fresh_recall_p50_ms']} ms"
+        f"  p95 {out['fresh_recall_p95_ms']} ms ({args.pairs} pairs"
+        + (f"; the new memory returned in {found[0]}, first in {found[1]})"
+           if found is not None else ")"))
+    out["fresh_recall_found"] = found
+    say(f"[{s.name}] server RSS {out['rss_mb']} MB")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true",
+                        help="readable figures to stderr; stdout is one JSON line")
+    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--memories", type=int, default=1000)
+    parser.add_argument("--peer", default=os.environ.get("MARM_PEER", DEFAULT_PEER),
+                        help="the MARM peer's setup directory (default: $MARM_PEER or %(default)s)")
+    parser.add_argument("--no-peer", action="store_true", help="measure marm only")
+    parser.add_argument("--pairs", type=int, default=20,
+                        help="write-then-recall pairs (recall right after a write)")
+    parser.add_argument("--settle", type=float, default=180,
+                        help="most seconds to wait for marm's background embedding of the seed")
+    args = parser.parse_args()
+    stream = sys.stderr if args.json else sys.stdout
+
+    def say(line: str) -> None:
+        print(line, file=stream, flush=True)
+
+    result: dict[str, Any] = {"bench": "mcp", "memories": args.memories, "calls": args.calls,
+                              "starts": args.starts, "targets": TARGETS}
+    with tempfile.TemporaryDirectory(prefix="marm-bench-mcp-") as tmp:
+        work = Path(tmp)
+        result["load_before"] = os.getloadavg()[0]
+        subjects = [marm_subject(work)]
+        peer = None if args.no_peer else peer_subject(Path(args.peer), work)
+        if peer is not None:
+            subjects.append(peer)
+        else:
+            say("peer: skipped" + ("" if args.no_peer else f" (not installed at {args.peer})"))
+        starts = measure_starts(subjects, args, work, say)
+        for s in subjects:
+            result[s.name] = {"start_s": starts[s.name], **run_calls(s, args, work, say)}
+        result.setdefault("peer", None)
+        result["load_after"] = os.getloadavg()[0]
+        met = result["meets_targets"] = {k: result["marm"][k] <= v for k, v in TARGETS.items()}
+        say("targets: " + ", ".join(f"{k} <= {v}: {'ok' if met[k] else 'MISSED'}"
+                                    for k, v in TARGETS.items()))
+        if result["peer"]:
+            result["ratios"] = {
+                k: round(result["marm"][k] / result["peer"][k], 3)
+                for k in ("start_s", "log_p50_ms", "log_p95_ms", "recall_p50_ms", "recall_p95_ms",
+                          "fresh_recall_p50_ms", "rss_mb")
+                if result["peer"].get(k) and result["marm"].get(k) is not None
+            }
+            say("marm / peer: " + ", ".join(f"{k} {v:.2f}x" for k, v in result["ratios"].items()))
+        say(f"load average (1 min): {result['load_before']:.1f} before, "
+            f"{result['load_after']:.1f} after")
+    print(json.dumps(result, sort_keys=True), flush=True)
+
+
+if __name__ == "__main__":
+    main()
