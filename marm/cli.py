@@ -117,9 +117,9 @@ def _placeholder(o: Op) -> Any:
     return command
 
 
-def selected_ops(argv: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[str, ...]]:
-    """The ops an invocation can reach: the named command, or every command of the named
-    group. Only these get their parameters built; the rest only lend their help."""
+def command_words(argv: list[str]) -> list[str]:
+    """The leading command words of ``argv`` (``marm code trace X --depth 2`` ->
+    ``code, trace, X``), skipping options before the first word."""
     words = []
     for arg in argv:
         if arg.startswith("-"):
@@ -127,6 +127,12 @@ def selected_ops(argv: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[s
                 break
             continue
         words.append(arg)
+    return words
+
+
+def selected_ops(words: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[str, ...]]:
+    """The ops an invocation can reach: the named command, or every command of the named
+    group. Only these get their parameters built; the rest only lend their help."""
     for length in range(len(words), 0, -1):
         prefix = tuple(words[:length])
         reachable = {path for path in ops if path[:length] == prefix}
@@ -149,8 +155,9 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
     ) -> None:
         """marm: local-first memory for coding agents."""
 
-    ops = load()
-    full = set(ops) if argv is None else selected_ops(argv, ops)
+    words = [] if argv is None else command_words(argv)
+    ops = load(words[0] if words else None)
+    full = set(ops) if argv is None else selected_ops(words, ops)
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
     for o in ops.values():
         parent: tuple[str, ...] = ()

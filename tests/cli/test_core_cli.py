@@ -134,3 +134,13 @@ def test_completions_are_current():
 def test_version():
     run = run_marm("--version")
     assert run.code == 0 and run.out.startswith("marm ")
+
+
+def test_the_command_index_names_every_module_s_commands():
+    from marm.ops import COMMANDS
+
+    ops = load()
+    for module, words in COMMANDS.items():
+        registered = {o.path[0] for o in ops.values() if o.func.__module__ == module}
+        assert registered == set(words), f"COMMANDS[{module!r}] should be {sorted(registered)}"
+    assert {o.func.__module__ for o in ops.values()} <= set(COMMANDS)
