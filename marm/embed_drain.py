@@ -1,0 +1,108 @@
+"""The ``embed`` task handler: vectors for new memories, off the write path.
+
+For each memory in a batch: split it into overlapping token windows
+(``Encoder.spans``), embed every window, and replace the memory's vectors for the
+model in one transaction (delete, then insert), so a re-run after a killed drain
+leaves exactly one vector per chunk. A task whose memory is gone is simply done.
+
+What is embedded for the first window is the memory preceded by the tail of the
+memory written just before it in the same session: a memory is often the answer to
+the one before it ("why does the webhook fire twice?" then "added idempotency
+keys"), and that context is what a later question will resemble. The stored span
+still covers only the memory's own characters.
+
+After the last pending task the drain rebuilds the matrix files of the projects it
+touched (``store.vectors``), so a cold recall memory-maps one file per project.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from marm import embed
+from marm.drain import Handler
+from marm.errors import Busy
+from marm.ops.context import Ctx
+from marm.store import Store, flags, leases, outbox, vectors
+from marm.store import memories as memory_store
+from marm.store.records import Memory, Task
+
+BATCH = 64
+#: Characters of the previous memory of the session put before a memory as context.
+CONTEXT_CHARS = 300
+
+
+def context_text(memory: Memory, previous: Memory | None, start: int, end: int) -> str:
+    """The text embedded for one chunk: the chunk, the first one with its session context."""
+    body = memory.content[start:end]
+    if start == 0 and previous is not None:
+        tail = previous.content[-CONTEXT_CHARS:]
+        return f"{tail}\n{body}"
+    return body
+
+
+def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Task]) -> dict[int, str]:
+    """Embed the memories of ``tasks`` and store their vectors. Returns failures by task id."""
+    found = memory_store.get_many(store, (int(t.target) for t in tasks if t.target.isdigit()))
+    todo = [found[int(t.target)] for t in tasks if t.target.isdigit() and int(t.target) in found]
+    if not todo:
+        return {}
+    before = vectors.previous_in_session(store, (m.id for m in todo))
+    context = memory_store.get_many(store, before.values())
+    plan: list[tuple[Memory, list[vectors.Chunk]]] = []
+    texts: list[str] = []
+    for m in todo:
+        spans = encoder.spans(m.content)
+        plan.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(spans)]))
+        prev = context.get(before.get(m.id, -1))
+        texts.extend(context_text(m, prev, s, e) for s, e in spans)
+    matrix = encoder.embed(texts)
+    at = 0
+    with store.write():
+        for m, chunks in plan:
+            vectors.replace(store, m.id, encoder.model, m.content_hash, chunks,
+                            matrix[at : at + len(chunks)])
+            at += len(chunks)
+        vectors.record_batch(store, encoder.model, [m.id for m, _ in plan])
+    if outbox.pending(store, "embed") <= len(tasks):
+        for project in vectors.projects_of(store, (m.id for m, _ in plan)):
+            vectors.rebuild(store, home, encoder.model, project)
+    return {}
+
+
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> embed.Encoder:
+    """Load the configured encoder (``Unavailable`` if it cannot be used)."""
+    return embed.load(embed.settings(home, flags.all_saved(store), env if env is not None else os.environ))
+
+
+def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
+    store = ctx.store()
+    return embed_tasks(store, ctx.home, encoder_for(store, ctx.home, dict(ctx.env)), tasks)
+
+
+def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) -> int:
+    """Embed up to ``limit`` pending tasks now, if no drain holds the lease; return how many.
+
+    For a process that has loaded the encoder anyway (a hybrid recall): it helps the
+    backlog along without ever waiting for a running drain.
+    """
+    if not outbox.pending(store, "embed"):
+        return 0
+    try:
+        with leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"):
+            tasks = outbox.claim(store, "embed", limit)
+            if not tasks:
+                return 0
+            errors = embed_tasks(store, home, encoder, tasks)
+            with store.write():
+                outbox.complete(store, [t for t in tasks if t.id not in errors])
+            for t in tasks:
+                if t.id in errors:
+                    outbox.fail(store, t, errors[t.id])
+            return len(tasks) - len(errors)
+    except Busy:
+        return 0
+
+
+HANDLER = Handler("embed", BATCH, _process)

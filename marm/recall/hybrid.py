@@ -1,0 +1,185 @@
+"""The hybrid lane: words and meaning fused into one score in [0, 1].
+
+Every part of the score is an absolute measure, not a rank within this query, so a
+score means the same thing across queries (hooks inject only above a threshold):
+
+- ``meaning``: cosine of the query with the memory's best chunk (chunk collapse),
+  clipped at 0. Memories without a vector yet score 0 here and still compete on words.
+- ``words``: BM25 of the memory divided by the summed IDF of the query's words, capped
+  at 1: roughly the share of the query's information the memory contains.
+- ``context``: the ``words`` score of the memory written just before it in the same
+  session. A memory often answers the one before it, and the question's words are
+  there, not in the answer.
+- ``names``: the share of the names the query mentions (capitalised words, code
+  identifiers) that the memory contains verbatim. A query about "Ana's deploy" or
+  ``PaymentService`` wants memories that name them, not ones about someone else.
+- ``recency``: a small term that halves every 90 days of validity age.
+
+Candidates are the best word matches and the best vector matches (and the memories
+right after the best word matches, which the context term can lift); the weighted sum
+ranks them. The weights were tuned on a public conversational memory benchmark with
+no component specific to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from marm.recall import lexical
+from marm.store import Store, vectors
+from marm.store import memories as memory_store
+from marm.store.memories import Filter
+from marm.store.records import Hit, Memory
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    meaning: float = 0.40
+    words: float = 0.30
+    context: float = 0.10
+    names: float = 0.17
+    recency: float = 0.03
+
+
+WEIGHTS = Weights()
+#: Candidates taken from each side before fusion.
+WORD_CANDIDATES = 60
+VECTOR_CANDIDATES = 60
+RECENCY_HALF_LIFE_DAYS = 90.0
+
+_NAME = re.compile(r"\b(?:[A-Z][\w-]*[a-z0-9][\w-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*)\b")
+_QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how did does do is are was were can could "
+    "would should will has have had the a an in on at for of to and or but if".split()
+)
+
+
+def names_in(query: str) -> list[str]:
+    """Names the query mentions: capitalised words (not sentence-initial function words)
+    and code identifiers (snake_case, camelCase). Possessive 's is dropped."""
+    out: list[str] = []
+    for match in _NAME.finditer(query):
+        word = match.group(0)
+        if word.endswith("'s"):
+            word = word[:-2]
+        if word.lower() in _QUESTION_WORDS or word.lower() in lexical.STOPWORDS:
+            continue
+        out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def _name_share(names: list[str], content: str) -> float:
+    if not names:
+        return 0.0
+    found = sum(1 for n in names if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", content))
+    return found / len(names)
+
+
+def _recency(m: Memory, now: datetime) -> float:
+    stamp = m.valid_from or m.recorded_at
+    try:
+        when = datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return 0.0
+    age = max(0.0, (now - when).total_seconds() / 86400)
+    return 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)
+
+
+def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, tuple[Memory, float]]:
+    """{id: (memory, words score in [0, 1])} for the best BM25 matches of ``query``."""
+    expression = lexical.fts_query(query)
+    if expression is None:
+        return {}
+    found = memory_store.search_words(store, expression, flt, limit)
+    if not found:
+        return {}
+    total, df = vectors.word_stats(store, lexical.words(query))
+    ceiling = sum(max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in df.values() if n) or 1.0
+    return {m.id: (m, min(1.0, max(0.0, raw) / ceiling)) for m, raw in found}
+
+
+def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[tuple[Any, Any]]:
+    projects = vectors.all_projects(store) if flt.all_projects else (
+        [None] if flt.project is None else [flt.project, None])
+    parts: list[tuple[Any, Any]] = []
+    for project in projects:
+        parts.extend(p for p in vectors.load(store, home, model, dim, project) if len(p[0]))
+    return parts
+
+
+class Meaning:
+    """Cosine scores of one query against every stored chunk in scope (best chunk per memory)."""
+
+    def __init__(self, store: Store, home: Path, encoder: Any, query: str, flt: Filter) -> None:
+        import numpy as np
+
+        self.np = np
+        q = encoder.embed([query])[0]
+        self.parts = [(ids, matrix @ q) for ids, matrix in
+                      _parts(store, home, encoder.model, encoder.dim, flt)]
+        if flt.session is not None or flt.kind is not None or flt.as_of is not None:
+            allowed = np.asarray(vectors.allowed_ids(store, flt), dtype=np.int64)
+            self.parts = [(ids[m], sims[m]) for ids, sims in self.parts
+                          if (m := np.isin(ids, allowed)).any()]
+
+    def top(self, k: int) -> dict[int, float]:
+        """The ``k`` best memories by their best chunk (possibly fewer)."""
+        np = self.np
+        best: dict[int, float] = {}
+        for ids, sims in self.parts:
+            take = min(len(sims), k * 3)
+            idx = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
+            for i in idx:
+                mid, s = int(ids[i]), float(sims[i])
+                if s > best.get(mid, -2.0):
+                    best[mid] = s
+        return dict(sorted(best.items(), key=lambda kv: -kv[1])[:k])
+
+    def of(self, memory_ids: list[int]) -> dict[int, float]:
+        """Best-chunk cosine of the given memories (those with a vector)."""
+        np = self.np
+        want = np.asarray(memory_ids, dtype=np.int64)
+        best: dict[int, float] = {}
+        for ids, sims in self.parts:
+            mask = np.isin(ids, want)
+            for mid, s in zip(ids[mask].tolist(), sims[mask].tolist()):
+                if s > best.get(mid, -2.0):
+                    best[mid] = s
+        return best
+
+
+def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limit: int,
+           semantic_only: bool = False, weights: Weights = WEIGHTS) -> list[Hit]:
+    """Rank memories for ``query`` by the fused score (or by meaning alone)."""
+    meaning = Meaning(store, home, encoder, query, flt)
+    top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
+    if semantic_only:
+        seen = vectors.visible(store, top, flt)
+        ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
+        return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
+    words = word_scores(store, query, flt, max(WORD_CANDIDATES, limit * 3))
+    following = vectors.next_in_session(store, list(words))
+    candidates = set(top) | set(words) | set(following.values())
+    before = vectors.previous_in_session(store, candidates)
+    seen = vectors.visible(store, candidates, flt)
+    sims = {**meaning.of([c for c in seen if c not in top]), **top}
+    names = names_in(query)
+    now = datetime.now(timezone.utc)
+    scored: list[tuple[float, int]] = []
+    for mid, m in seen.items():
+        prev = before.get(mid)
+        score = (
+            weights.meaning * max(0.0, sims.get(mid, 0.0))
+            + weights.words * (words[mid][1] if mid in words else 0.0)
+            + weights.context * (words[prev][1] if prev in words else 0.0)
+            + weights.names * _name_share(names, m.content)
+            + weights.recency * _recency(m, now)
+        )
+        scored.append((min(1.0, max(0.0, score)), mid))
+    scored.sort(key=lambda sm: (-sm[0], -sm[1]))
+    return [Hit(seen[mid], score, "hybrid") for score, mid in scored[:limit]]
