@@ -204,12 +204,36 @@ def load(cfg: Settings) -> Encoder:
         encoder = _load(cfg)
     except Unavailable as exc:
         _FAILED[key] = exc.message
-        raise
     except Exception as exc:  # noqa: BLE001 - any loader failure means "no meaning lane"
         _FAILED[key] = f"the embedding model {cfg.model} could not be loaded: {type(exc).__name__}: {exc}"
-        raise Unavailable(_FAILED[key]) from None
-    _LOADED[key] = encoder
-    return encoder
+    else:
+        _LOADED[key] = encoder
+        _remember_failure(cfg, None)
+        return encoder
+    _remember_failure(cfg, _FAILED[key])
+    raise Unavailable(_FAILED[key])
+
+
+def _remember_failure(cfg: Settings, reason: str | None) -> None:
+    """Keep the last load failure where ``marm status`` can show it without loading anything."""
+    path = models_dir(cfg.home) / "last_error"
+    try:
+        if reason is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.write_text(f"{cfg.model}\n{reason}")
+    except OSError:
+        pass
+
+
+def last_failure(home: Path, model: str) -> str | None:
+    """Why ``model`` last failed to load in this home, if its last load failed."""
+    try:
+        name, _, reason = (models_dir(home) / "last_error").read_text().partition("\n")
+    except OSError:
+        return None
+    return reason if name == model else None
 
 
 def _load(cfg: Settings) -> Encoder:
@@ -217,6 +241,12 @@ def _load(cfg: Settings) -> Encoder:
         from fastembed import TextEmbedding
     except ImportError:
         raise Unavailable("fastembed is not installed") from None
+    try:  # fastembed logs its own errors; marm reports them once, as Unavailable
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
     cache = models_dir(cfg.home) / "fastembed"
     if cfg.model == DEFAULT_MODEL:
         engine = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(default_model_dir(cfg.home)),

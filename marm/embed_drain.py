@@ -5,11 +5,10 @@ For each memory in a batch: split it into overlapping token windows
 model in one transaction (delete, then insert), so a re-run after a killed drain
 leaves exactly one vector per chunk. A task whose memory is gone is simply done.
 
-What is embedded for the first window is the memory preceded by the tail of the
-memory written just before it in the same session: a memory is often the answer to
-the one before it ("why does the webhook fire twice?" then "added idempotency
-keys"), and that context is what a later question will resemble. The stored span
-still covers only the memory's own characters.
+Each window is embedded on its own text. (Embedding a memory together with the one
+before it in its session was tried and did not help recall on LoCoMo once the
+hybrid lane scores session neighbours by their words; it did cost throughput, so
+context is left to the recall side, ``recall.hybrid``.)
 
 After the last pending task the drain rebuilds the matrix files of the projects it
 touched (``store.vectors``), so a cold recall memory-maps one file per project.
@@ -29,17 +28,6 @@ from marm.store import memories as memory_store
 from marm.store.records import Memory, Task
 
 BATCH = 64
-#: Characters of the previous memory of the session put before a memory as context.
-CONTEXT_CHARS = 300
-
-
-def context_text(memory: Memory, previous: Memory | None, start: int, end: int) -> str:
-    """The text embedded for one chunk: the chunk, the first one with its session context."""
-    body = memory.content[start:end]
-    if start == 0 and previous is not None:
-        tail = previous.content[-CONTEXT_CHARS:]
-        return f"{tail}\n{body}"
-    return body
 
 
 def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Task]) -> dict[int, str]:
@@ -48,15 +36,12 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Ta
     todo = [found[int(t.target)] for t in tasks if t.target.isdigit() and int(t.target) in found]
     if not todo:
         return {}
-    before = vectors.previous_in_session(store, (m.id for m in todo))
-    context = memory_store.get_many(store, before.values())
     plan: list[tuple[Memory, list[vectors.Chunk]]] = []
     texts: list[str] = []
     for m in todo:
         spans = encoder.spans(m.content)
         plan.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(spans)]))
-        prev = context.get(before.get(m.id, -1))
-        texts.extend(context_text(m, prev, s, e) for s, e in spans)
+        texts.extend(m.content[s:e] for s, e in spans)
     matrix = encoder.embed(texts)
     at = 0
     with store.write():

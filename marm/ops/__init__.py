@@ -16,6 +16,7 @@ MODULES = (
     "marm.ops.notebook",
     "marm.ops.system",
     "marm.ops.background",
+    "marm.ops.embedding",
 )
 
 

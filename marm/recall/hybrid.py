@@ -4,21 +4,27 @@ Every part of the score is an absolute measure, not a rank within this query, so
 score means the same thing across queries (hooks inject only above a threshold):
 
 - ``meaning``: cosine of the query with the memory's best chunk (chunk collapse),
-  clipped at 0. Memories without a vector yet score 0 here and still compete on words.
+  clipped at 0. Memories without a vector yet score 0 here and compete on words.
 - ``words``: BM25 of the memory divided by the summed IDF of the query's words, capped
   at 1: roughly the share of the query's information the memory contains.
-- ``context``: the ``words`` score of the memory written just before it in the same
-  session. A memory often answers the one before it, and the question's words are
-  there, not in the answer.
+- ``before`` / ``after``: the ``words`` score of the memory written just before / after
+  it in the same session. A memory often answers the one before it (the question's
+  words are there, not in the answer), or is explained by the one after it.
 - ``names``: the share of the names the query mentions (capitalised words, code
-  identifiers) that the memory contains verbatim. A query about "Ana's deploy" or
-  ``PaymentService`` wants memories that name them, not ones about someone else.
+  identifiers) that the memory contains verbatim, and ``lead``: the share it names in
+  its first characters, where a memory says who or what it is about ("Ana: ...",
+  "PaymentService: ..."). Names are matched here, exactly, and left out of the
+  ``words`` and ``meaning`` parts: a name that is rare in the store but on every
+  memory of a project would otherwise swamp BM25, and it pulls a small embedding
+  model towards every memory that mentions it, whatever it says.
+- ``time``: closeness of the memory's validity time to a date the query names
+  ("on 7 July 2023", "in March 2024"); 0 when it names none.
 - ``recency``: a small term that halves every 90 days of validity age.
 
-Candidates are the best word matches and the best vector matches (and the memories
-right after the best word matches, which the context term can lift); the weighted sum
-ranks them. The weights were tuned on a public conversational memory benchmark with
-no component specific to it.
+Candidates are the best word matches, the best vector matches and the session
+neighbours of the best word matches; the weighted sum ranks them. The weights were
+tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
+nothing in them is specific to it.
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from marm.recall import lexical
+from marm.recall import dates, lexical
 from marm.store import Store, vectors
 from marm.store import memories as memory_store
 from marm.store.memories import Filter
@@ -39,11 +45,16 @@ from marm.store.records import Hit, Memory
 
 @dataclass(frozen=True, slots=True)
 class Weights:
-    meaning: float = 0.40
-    words: float = 0.30
-    context: float = 0.10
-    names: float = 0.17
-    recency: float = 0.03
+    """Weights of the score's parts; they sum to 1, so the score lies in [0, 1]."""
+
+    meaning: float = 0.30
+    words: float = 0.15
+    before: float = 0.075
+    after: float = 0.075
+    names: float = 0.075
+    lead: float = 0.075
+    time: float = 0.225
+    recency: float = 0.025
 
 
 WEIGHTS = Weights()
@@ -51,6 +62,8 @@ WEIGHTS = Weights()
 WORD_CANDIDATES = 60
 VECTOR_CANDIDATES = 60
 RECENCY_HALF_LIFE_DAYS = 90.0
+#: Characters at the start of a memory where a name counts as what it is about.
+LEAD_CHARS = 40
 
 _NAME = re.compile(r"\b(?:[A-Z][\w-]*[a-z0-9][\w-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*)\b")
 _QUESTION_WORDS = frozenset(
@@ -71,6 +84,15 @@ def names_in(query: str) -> list[str]:
             continue
         out.append(word)
     return list(dict.fromkeys(out))
+
+
+def without_names(query: str, names: list[str]) -> str:
+    """``query`` with the names taken out (the whole query if nothing else is left)."""
+    rest = query
+    for name in names:
+        rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", rest)
+    rest = " ".join(rest.split())
+    return rest if lexical.words(rest) else query
 
 
 def _name_share(names: list[str], content: str) -> float:
@@ -156,28 +178,38 @@ class Meaning:
 def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights = WEIGHTS) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone)."""
-    meaning = Meaning(store, home, encoder, query, flt)
+    names = names_in(query)
+    topic = without_names(query, names)
+    meaning = Meaning(store, home, encoder, topic, flt)
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     if semantic_only:
         seen = vectors.visible(store, top, flt)
         ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
         return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
-    words = word_scores(store, query, flt, max(WORD_CANDIDATES, limit * 3))
-    following = vectors.next_in_session(store, list(words))
-    candidates = set(top) | set(words) | set(following.values())
+    words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
+    after_words = vectors.next_in_session(store, list(words))
+    before_words = vectors.previous_in_session(store, list(words))
+    candidates = set(top) | set(words) | set(after_words.values()) | set(before_words.values())
     before = vectors.previous_in_session(store, candidates)
+    after = vectors.next_in_session(store, candidates)
     seen = vectors.visible(store, candidates, flt)
     sims = {**meaning.of([c for c in seen if c not in top]), **top}
-    names = names_in(query)
+    spans = dates.intervals(query)
     now = datetime.now(timezone.utc)
+
+    def w(mid: int | None) -> float:
+        return words[mid][1] if mid in words else 0.0
+
     scored: list[tuple[float, int]] = []
     for mid, m in seen.items():
-        prev = before.get(mid)
         score = (
             weights.meaning * max(0.0, sims.get(mid, 0.0))
-            + weights.words * (words[mid][1] if mid in words else 0.0)
-            + weights.context * (words[prev][1] if prev in words else 0.0)
+            + weights.words * w(mid)
+            + weights.before * w(before.get(mid))
+            + weights.after * w(after.get(mid))
             + weights.names * _name_share(names, m.content)
+            + weights.lead * _name_share(names, m.content[:LEAD_CHARS])
+            + weights.time * dates.closeness(m.valid_from or m.recorded_at, spans)
             + weights.recency * _recency(m, now)
         )
         scored.append((min(1.0, max(0.0, score)), mid))

@@ -292,3 +292,16 @@ def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]
         counts[term] = int(store.conn.execute(
             "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)).fetchone()[0])
     return total, counts
+
+
+def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
+    """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
+    from marm.store import outbox
+
+    todo = memories_to_embed(store, model, everything)
+    with store.write():
+        for memory_id, content_hash in todo:
+            outbox.enqueue(store, "embed", memory_id, content_hash)
+        events.append(store, "vectors.reindex", "vectors", model,
+                      detail={"queued": len(todo), "everything": everything})
+    return len(todo)
