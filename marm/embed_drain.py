@@ -76,6 +76,7 @@ def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) 
         return 0
     try:
         with leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"):
+            outbox.release_orphans(store, ["embed"])
             tasks = outbox.claim(store, "embed", limit)
             if not tasks:
                 return 0

@@ -59,9 +59,12 @@ class Weights:
 
 WEIGHTS = Weights()
 #: Candidates taken from each side before fusion.
-WORD_CANDIDATES = 60
-VECTOR_CANDIDATES = 60
+WORD_CANDIDATES = 150
+VECTOR_CANDIDATES = 100
+#: Memories valid at a date the query names, taken as candidates per named date.
+DATE_CANDIDATES = 200
 RECENCY_HALF_LIFE_DAYS = 90.0
+STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: Characters at the start of a memory where a name counts as what it is about.
 LEAD_CHARS = 40
 
@@ -189,12 +192,15 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
     after_words = vectors.next_in_session(store, list(words))
     before_words = vectors.previous_in_session(store, list(words))
+    spans = dates.intervals(query)
     candidates = set(top) | set(words) | set(after_words.values()) | set(before_words.values())
+    for start, end in spans:
+        candidates.update(vectors.valid_between(
+            store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
     before = vectors.previous_in_session(store, candidates)
     after = vectors.next_in_session(store, candidates)
     seen = vectors.visible(store, candidates, flt)
     sims = {**meaning.of([c for c in seen if c not in top]), **top}
-    spans = dates.intervals(query)
     now = datetime.now(timezone.utc)
 
     def w(mid: int | None) -> float:
