@@ -152,7 +152,7 @@ class Encoder:
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors = list(self._engine.embed([texts[i] for i in order], batch_size=BATCH))
         out = np.empty((len(texts), len(vectors[0])), dtype=np.float32)
-        for slot, vec in zip(order, vectors):
+        for slot, vec in zip(order, vectors, strict=False):
             out[slot] = vec
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1.0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+
 import numpy as np
 import pytest
 

@@ -15,9 +15,8 @@ A process that loaded the model first embeds a small batch of pending memories
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import logging
+from dataclasses import dataclass
 
 from marm.errors import BadInput, Unavailable
 from marm.recall import lexical

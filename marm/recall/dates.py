@@ -68,13 +68,20 @@ def intervals(query: str) -> list[Interval]:
     return out
 
 
+def parse_stamp(stamp: str) -> datetime | None:
+    """A stored time (fixed-width ISO-8601 UTC) as an aware datetime; None if unreadable."""
+    try:
+        return datetime.fromisoformat(stamp[:19]).replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
 def closeness(stamp: str | None, spans: list[Interval]) -> float:
     """1 when ``stamp`` (a stored time) lies in one of ``spans``, decaying with distance."""
     if not spans or not stamp:
         return 0.0
-    try:
-        when = datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    except ValueError:
+    when = parse_stamp(stamp)
+    if when is None:
         return 0.0
     best = 0.0
     for start, end in spans:

@@ -38,9 +38,8 @@ from typing import Any
 
 from marm.recall import dates, lexical
 from marm.store import Store, vectors
-from marm.store import memories as memory_store
 from marm.store.memories import Filter
-from marm.store.records import Hit, Memory
+from marm.store.records import Hit
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,27 +104,25 @@ def _name_share(names: list[str], content: str) -> float:
     return found / len(names)
 
 
-def _recency(m: Memory, now: datetime) -> float:
-    stamp = m.valid_from or m.recorded_at
-    try:
-        when = datetime.strptime(stamp[:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=timezone.utc)
-    except ValueError:
+def _recency(stamp: str, now: datetime) -> float:
+    when = dates.parse_stamp(stamp)
+    if when is None:
         return 0.0
     age = max(0.0, (now - when).total_seconds() / 86400)
     return 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)
 
 
-def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, tuple[Memory, float]]:
-    """{id: (memory, words score in [0, 1])} for the best BM25 matches of ``query``."""
+def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, float]:
+    """{id: words score in [0, 1]} for the best BM25 matches of ``query``."""
     expression = lexical.fts_query(query)
     if expression is None:
         return {}
-    found = memory_store.search_words(store, expression, flt, limit)
+    found = vectors.word_matches(store, expression, flt, limit)
     if not found:
         return {}
     total, df = vectors.word_stats(store, lexical.words(query))
     ceiling = sum(max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in df.values() if n) or 1.0
-    return {m.id: (m, min(1.0, max(0.0, raw) / ceiling)) for m, raw in found}
+    return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
 
 
 def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[tuple[Any, Any]]:
@@ -172,7 +169,7 @@ class Meaning:
         best: dict[int, float] = {}
         for ids, sims in self.parts:
             mask = np.isin(ids, want)
-            for mid, s in zip(ids[mask].tolist(), sims[mask].tolist()):
+            for mid, s in zip(ids[mask].tolist(), sims[mask].tolist(), strict=False):
                 if s > best.get(mid, -2.0):
                     best[mid] = s
         return best
@@ -190,34 +187,41 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
         return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
-    after_words = vectors.next_in_session(store, list(words))
-    before_words = vectors.previous_in_session(store, list(words))
+    before, after = vectors.session_neighbours(store, words)
     spans = dates.intervals(query)
-    candidates = set(top) | set(words) | set(after_words.values()) | set(before_words.values())
+    candidates = set(top) | set(words) | set(after.values()) | set(before.values())
     for start, end in spans:
         candidates.update(vectors.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
-    before = vectors.previous_in_session(store, candidates)
-    after = vectors.next_in_session(store, candidates)
-    seen = vectors.visible(store, candidates, flt)
-    sims = {**meaning.of([c for c in seen if c not in top]), **top}
+    more_before, more_after = vectors.session_neighbours(store, candidates - set(words))
+    before.update(more_before)
+    after.update(more_after)
+    sims = {**meaning.of([c for c in candidates if c not in top]), **top}
+
+    # The parts that need only ids first; the parts that read a memory's text and time
+    # can add at most ``reach``, so candidates that cannot reach the top are not read.
+    base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
+            + weights.before * words.get(before.get(mid, -1), 0.0)
+            + weights.after * words.get(after.get(mid, -1), 0.0) for mid in candidates}
+    reach = weights.recency + (weights.names + weights.lead if names else 0.0) + (
+        weights.time if spans else 0.0)
+    ordered = sorted(base, key=base.__getitem__, reverse=True)
+    floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
+    rows = vectors.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
+    if sum(1 for m in rows if base[m] >= floor) < min(limit, len(rows)) or len(rows) < limit:
+        rows = vectors.scoring_rows(store, ordered, flt)  # too few visible: read them all
     now = datetime.now(timezone.utc)
-
-    def w(mid: int | None) -> float:
-        return words[mid][1] if mid in words else 0.0
-
     scored: list[tuple[float, int]] = []
-    for mid, m in seen.items():
+    for mid, (content, stamp) in rows.items():
         score = (
-            weights.meaning * max(0.0, sims.get(mid, 0.0))
-            + weights.words * w(mid)
-            + weights.before * w(before.get(mid))
-            + weights.after * w(after.get(mid))
-            + weights.names * _name_share(names, m.content)
-            + weights.lead * _name_share(names, m.content[:LEAD_CHARS])
-            + weights.time * dates.closeness(m.valid_from or m.recorded_at, spans)
-            + weights.recency * _recency(m, now)
+            base[mid]
+            + weights.names * _name_share(names, content)
+            + weights.lead * _name_share(names, content[:LEAD_CHARS])
+            + weights.time * dates.closeness(stamp, spans)
+            + weights.recency * _recency(stamp, now)
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    return [Hit(seen[mid], score, "hybrid") for score, mid in scored[:limit]]
+    scored = scored[:limit]
+    seen = vectors.visible(store, [mid for _, mid in scored], flt)
+    return [Hit(seen[mid], score, "hybrid") for score, mid in scored if mid in seen]

@@ -228,37 +228,32 @@ def load(store: Store, home: Path, model: str, dim: int, project: str | None) ->
     return [(ids, matrix), (d_ids, d_matrix)]
 
 
-def previous_in_session(store: Store, memory_ids: Iterable[int]) -> dict[int, int]:
-    """``{memory id: id of the memory written just before it in its session and project}``.
+def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """``({id: memory just before it}, {id: memory just after it})`` in its session and project.
 
-    Memories of one session are a conversation; the one before often holds the
-    question or the problem a memory answers, so both recall and embedding use it as
-    context. Memories without a session or without a predecessor are left out.
+    Memories of one session are a conversation: the one before often holds the question
+    or the problem a memory answers, the one after its consequence. Memories without a
+    session, or at its edge, are left out of the respective map.
     """
     ids = list(dict.fromkeys(memory_ids))
-    out: dict[int, int] = {}
+    before: dict[int, int] = {}
+    after: dict[int, int] = {}
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
-        out.update((r[0], r[1]) for r in store.conn.execute(
-            "SELECT m.id, (SELECT max(p.id) FROM memories p WHERE p.session = m.session"
-            " AND p.project IS m.project AND p.id < m.id) FROM memories m"
-            f" WHERE m.id IN ({','.join('?' * len(part))}) AND m.session IS NOT NULL", part)
-            if r[1] is not None)
-    return out
-
-
-def next_in_session(store: Store, memory_ids: Iterable[int]) -> dict[int, int]:
-    """``{memory id: id of the memory written just after it in its session and project}``."""
-    ids = list(dict.fromkeys(memory_ids))
-    out: dict[int, int] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        out.update((r[0], r[1]) for r in store.conn.execute(
-            "SELECT m.id, (SELECT min(p.id) FROM memories p WHERE p.session = m.session"
-            " AND p.project IS m.project AND p.id > m.id) FROM memories m"
-            f" WHERE m.id IN ({','.join('?' * len(part))}) AND m.session IS NOT NULL", part)
-            if r[1] is not None)
-    return out
+        for mid, prev, nxt in store.conn.execute(
+            "SELECT m.id,"
+            " (SELECT max(p.id) FROM memories p WHERE p.session = m.session AND p.id < m.id"
+            "  AND p.project IS m.project),"
+            " (SELECT min(n.id) FROM memories n WHERE n.session = m.session AND n.id > m.id"
+            "  AND n.project IS m.project)"
+            f" FROM memories m WHERE m.id IN ({','.join('?' * len(part))}) AND m.session IS NOT NULL",
+            part,
+        ):
+            if prev is not None:
+                before[mid] = prev
+            if nxt is not None:
+                after[mid] = nxt
+    return before, after
 
 
 def visible(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, Any]:
@@ -315,3 +310,32 @@ def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> l
         f"SELECT m.id FROM memories m WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
         f" AND coalesce(m.valid_from, m.recorded_at) < ? AND {where} ORDER BY m.id DESC LIMIT ?",
         [start, end, *args, limit])]
+
+
+def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tuple[int, float]]:
+    """(memory id, -bm25) of the best word matches: the BM25 lane without building records."""
+    import sqlite3
+
+    where, args = flt.where()
+    try:
+        return [(r[0], -float(r[1])) for r in store.conn.execute(
+            f"SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts"
+            f" JOIN memories m ON m.id = memories_fts.rowid"
+            f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+            [fts_query, *args, limit])]
+    except sqlite3.OperationalError:
+        return []
+
+
+def scoring_rows(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, tuple[str, str]]:
+    """``{id: (content, validity time)}`` of the memories ``flt`` lets a recall see: what
+    the hybrid score reads, without building full records for every candidate."""
+    ids = list(dict.fromkeys(int(i) for i in memory_ids))
+    where, args = flt.where()
+    out: dict[int, tuple[str, str]] = {}
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        out.update((r[0], (r[1], r[2])) for r in store.conn.execute(
+            f"SELECT m.id, m.content, coalesce(m.valid_from, m.recorded_at) FROM memories m"
+            f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args]))
+    return out

@@ -65,7 +65,7 @@ def test_kill_a_drain_mid_batch_then_drain_again(marm_home, tmp_path):
     assert left == 0
     assert sorted(r[0] for r in rows) == ids  # every memory has vectors
     encoder = embed.load(embed.settings(marm_home, {}, os.environ))
-    text_of = dict(zip(ids, texts))
+    text_of = dict(zip(ids, texts, strict=False))
     for memory_id, n, distinct, lo, hi in rows:
         assert n == distinct and lo == 0 and hi == n - 1  # one vector per chunk, no gaps
         assert n == len(encoder.spans(text_of[memory_id]))
