@@ -180,7 +180,7 @@ def _plain_tokenizer(engine: Any) -> Any:
     """The model's tokenizer without truncation or padding (for counting tokens)."""
     from tokenizers import Tokenizer
 
-    inner = getattr(getattr(engine, "model", None), "tokenizer", None)
+    inner = getattr(engine, "tokenizer", None) or getattr(getattr(engine, "model", None), "tokenizer", None)
     if inner is None:
         raise Unavailable("the embedding model exposes no tokenizer")
     tok = Tokenizer.from_str(inner.to_str())
@@ -189,7 +189,7 @@ def _plain_tokenizer(engine: Any) -> Any:
     return tok
 
 
-_LOADED: dict[tuple[str, str], Encoder] = {}
+_LOADED: dict[tuple[str, ...], Encoder] = {}
 _FAILED: dict[tuple[str, str], str] = {}
 
 
@@ -264,6 +264,66 @@ def _load(cfg: Settings) -> Encoder:
     return Encoder(cfg.model, engine)
 
 
+class _QueryEngine:
+    """all-MiniLM-L6-v2 run directly on onnxruntime, for a process that embeds a query.
+
+    A cold ``marm recall`` must answer within about a second, and importing fastembed
+    alone takes most of that (it pulls in huggingface_hub, httpx, the image models).
+    This engine loads the same verified ``model.onnx`` and tokenizer files and does what
+    fastembed does for this model (truncate to 256 tokens, mean-pool over the attention
+    mask, L2-normalise); a test holds its vectors equal to fastembed's. The drain and
+    any other model go through fastembed.
+    """
+
+    def __init__(self, model_dir: Path) -> None:
+        import numpy as np
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self._np = np
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        # Graph optimisation costs ~0.2 s per process and gains nothing on one query.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
+                                             providers=["CPUExecutionProvider"])
+
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> Any:
+        np = self._np
+        for start in range(0, len(texts), batch_size):
+            encoded = self.tokenizer.encode_batch(list(texts[start : start + batch_size]))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                              "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def load_for_query(cfg: Settings) -> Encoder:
+    """An encoder for a process that mostly embeds queries: the lean engine for the
+    default model (unless this process already loaded fastembed's), else ``load``."""
+    if (cfg.model, str(cfg.home)) in _LOADED or cfg.model != DEFAULT_MODEL:
+        return load(cfg)
+    key = (cfg.model, str(cfg.home), "query")
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = Encoder(cfg.model, _QueryEngine(default_model_dir(cfg.home)))
+        except Unavailable as exc:
+            _remember_failure(cfg, exc.message)
+            raise
+        except Exception as exc:  # noqa: BLE001 - any loader failure means "no meaning lane"
+            reason = f"the embedding model {cfg.model} could not be loaded: {type(exc).__name__}: {exc}"
+            _remember_failure(cfg, reason)
+            raise Unavailable(reason) from None
+    return _LOADED[key]
+
+
 def loaded(cfg: Settings) -> Encoder | None:
-    """The encoder if this process already loaded it, without loading it."""
-    return _LOADED.get((cfg.model, str(cfg.home)))
+    """The encoder if this process already loaded it (either engine), without loading it."""
+    return _LOADED.get((cfg.model, str(cfg.home))) or _LOADED.get((cfg.model, str(cfg.home), "query"))

