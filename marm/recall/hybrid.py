@@ -64,6 +64,10 @@ VECTOR_CANDIDATES = 100
 DATE_CANDIDATES = 200
 RECENCY_HALF_LIFE_DAYS = 90.0
 STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: Hits scoring below this share of the best hit are dropped: they only fill the list
+#: (a small embedding model gives unrelated text a cosine of 0.2), and a caller reading
+#: five results should not have to guess which of them are noise.
+RELATIVE_FLOOR = 0.3
 #: Characters at the start of a memory where a name counts as what it is about.
 LEAD_CHARS = 40
 
@@ -222,6 +226,6 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    scored = scored[:limit]
+    scored = [(sc, mid) for sc, mid in scored[:limit] if sc >= RELATIVE_FLOOR * scored[0][0]]
     seen = vectors.visible(store, [mid for _, mid in scored], flt)
     return [Hit(seen[mid], score, "hybrid") for score, mid in scored if mid in seen]
