@@ -24,6 +24,16 @@ _PATTERNS = (
     re.compile(rf"\b{_MON}\.?,?\s+{_YEAR}\b", re.I),
     re.compile(rf"\b(?:in|of|during|since|before|after)\s+{_YEAR}\b", re.I),
 )
+#: Words that say when something happened, for questions that ask "when". Month and
+#: day names count only capitalised ("May", not "may").
+_UNITS = r"(?:week|month|year|night|weekend|morning|evening|summer|winter|spring|fall|quarter|sprint|release)"
+_DAYS = r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day"
+_MONTH_NAMES = r"(?:January|February|March|April|May|June|July|August|September|October|November|December)"
+_TIME_WORDS = re.compile(
+    rf"\b(?:(?i:yesterday|today|tonight|tomorrow|ago|(?:last|next|this|past)\s+(?:{_UNITS}|{_DAYS}))|"
+    rf"{_DAYS}|{_MONTH_NAMES}|(?:19|20)\d\d)\b")
+_ASKS_WHEN = re.compile(r"^\W*(?:when|since when|how long ago|what (?:date|day|time|year|month))\b", re.I)
+
 #: How fast closeness falls off outside an interval, in days.
 DECAY_DAYS = 10.0
 
@@ -66,6 +76,16 @@ def intervals(query: str) -> list[Interval]:
                 out.append(found)
                 taken.append((m.start(), m.end()))
     return out
+
+
+def asks_when(query: str) -> bool:
+    """Does the query ask for a time ("When did we ...?", "What date ...")?"""
+    return bool(_ASKS_WHEN.match(query))
+
+
+def says_when(text: str) -> bool:
+    """Does the text say when something happened (a date, a weekday, "last week", ...)?"""
+    return bool(_TIME_WORDS.search(text))
 
 
 def parse_stamp(stamp: str) -> datetime | None:

@@ -18,7 +18,9 @@ score means the same thing across queries (hooks inject only above a threshold):
   memory of a project would otherwise swamp BM25, and it pulls a small embedding
   model towards every memory that mentions it, whatever it says.
 - ``time``: closeness of the memory's validity time to a date the query names
-  ("on 7 July 2023", "in March 2024"); 0 when it names none.
+  ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
+  that asks when ("When did we switch to postgres?"), whether the memory says when
+  (a date, a weekday, "last week", ...).
 - ``recency``: a small term that halves every 90 days of validity age.
 
 Candidates are the best word matches, the best vector matches and the session
@@ -46,14 +48,15 @@ from marm.store.records import Hit
 class Weights:
     """Weights of the score's parts; they sum to 1, so the score lies in [0, 1]."""
 
-    meaning: float = 0.30
+    meaning: float = 0.29
     words: float = 0.15
-    before: float = 0.075
-    after: float = 0.075
-    names: float = 0.075
-    lead: float = 0.075
-    time: float = 0.225
-    recency: float = 0.025
+    before: float = 0.07
+    after: float = 0.07
+    names: float = 0.07
+    lead: float = 0.07
+    time: float = 0.20
+    when: float = 0.05
+    recency: float = 0.03
 
 
 WEIGHTS = Weights()
@@ -180,8 +183,9 @@ class Meaning:
 
 
 def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limit: int,
-           semantic_only: bool = False, weights: Weights = WEIGHTS) -> list[Hit]:
+           semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone)."""
+    weights = weights or WEIGHTS
     names = names_in(query)
     topic = without_names(query, names)
     meaning = Meaning(store, home, encoder, topic, flt)
@@ -207,8 +211,9 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
     base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
             + weights.before * words.get(before.get(mid, -1), 0.0)
             + weights.after * words.get(after.get(mid, -1), 0.0) for mid in candidates}
+    when = dates.asks_when(query)
     reach = weights.recency + (weights.names + weights.lead if names else 0.0) + (
-        weights.time if spans else 0.0)
+        weights.time if spans else 0.0) + (weights.when if when else 0.0)
     ordered = sorted(base, key=base.__getitem__, reverse=True)
     floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
     rows = vectors.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
@@ -222,6 +227,7 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
             + weights.names * _name_share(names, content)
             + weights.lead * _name_share(names, content[:LEAD_CHARS])
             + weights.time * dates.closeness(stamp, spans)
+            + (weights.when if when and dates.says_when(content) else 0.0)
             + weights.recency * _recency(stamp, now)
         )
         scored.append((min(1.0, max(0.0, score)), mid))

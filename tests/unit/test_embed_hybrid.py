@@ -127,6 +127,9 @@ def test_names_and_dates_in_queries():
     assert dates.closeness("2024-03-15T10:00:00.000000Z", spans) == 1.0
     assert 0 < dates.closeness("2024-04-05T00:00:00.000000Z", spans) < 1.0
     assert dates.closeness(None, spans) == 0.0
+    assert dates.asks_when("When did we switch to postgres?") and not dates.asks_when("why postgres?")
+    assert dates.says_when("we switched last week") and dates.says_when("switched in May 2024")
+    assert not dates.says_when("we may switch; this code is old")
 
 
 def test_a_memory_dated_as_the_query_asks_ranks_first(ctx, monkeypatch):
