@@ -313,18 +313,33 @@ def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> l
 
 
 def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tuple[int, float]]:
-    """(memory id, -bm25) of the best word matches: the BM25 lane without building records."""
+    """(memory id, -bm25) of the best word matches: the BM25 lane without building records.
+
+    FTS5 ranks its matches first (``ORDER BY rank`` inside the index is the cheap way),
+    and only the best few times ``limit`` are joined to the filter; if the filter
+    leaves too few of them (most matches in other projects), the full join runs.
+    """
     import sqlite3
 
     where, args = flt.where()
+    inner = limit * 4
     try:
-        return [(r[0], -float(r[1])) for r in store.conn.execute(
-            f"SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts"
-            f" JOIN memories m ON m.id = memories_fts.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-            [fts_query, *args, limit])]
+        rows = store.conn.execute(
+            f"SELECT m.id, f.rank FROM (SELECT rowid, rank FROM memories_fts"
+            f" WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f"
+            f" JOIN memories m ON m.id = f.rowid WHERE {where} ORDER BY f.rank LIMIT ?",
+            [fts_query, inner, *args, limit]).fetchall()
+        if len(rows) < limit and store.conn.execute(
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query,)
+        ).fetchone()[0] > inner:
+            rows = store.conn.execute(
+                f"SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts"
+                f" JOIN memories m ON m.id = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
+                [fts_query, *args, limit]).fetchall()
     except sqlite3.OperationalError:
         return []
+    return [(r[0], -float(r[1])) for r in rows]
 
 
 def scoring_rows(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, tuple[str, str]]:
