@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from marm import embed
 from marm.drain import Handler
@@ -31,29 +32,44 @@ BATCH = 64
 
 
 def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Task]) -> dict[int, str]:
-    """Embed the memories of ``tasks`` and store their vectors. Returns failures by task id."""
+    """Embed the memories of ``tasks`` and store their vectors. Returns failures by task id.
+
+    The batch is embedded at once; if that fails, each memory is tried alone, so one
+    bad memory fails (and eventually parks) only its own task.
+    """
     found = memory_store.get_many(store, (int(t.target) for t in tasks if t.target.isdigit()))
-    todo = [found[int(t.target)] for t in tasks if t.target.isdigit() and int(t.target) in found]
+    todo = [(t, found[int(t.target)]) for t in tasks if t.target.isdigit() and int(t.target) in found]
     if not todo:
         return {}
-    plan: list[tuple[Memory, list[vectors.Chunk]]] = []
-    texts: list[str] = []
-    for m in todo:
-        spans = encoder.spans(m.content)
-        plan.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(spans)]))
-        texts.extend(m.content[s:e] for s, e in spans)
-    matrix = encoder.embed(texts)
-    at = 0
+    errors: dict[int, str] = {}
+    try:
+        plan = _embed(encoder, [m for _, m in todo])
+    except Exception:  # noqa: BLE001 - find the memory that fails, keep the others
+        plan = []
+        for task, m in todo:
+            try:
+                plan.extend(_embed(encoder, [m]))
+            except Exception as exc:  # noqa: BLE001 - recorded on its task
+                errors[task.id] = f"{type(exc).__name__}: {exc}"
     with store.write():
-        for m, chunks in plan:
-            vectors.replace(store, m.id, encoder.model, m.content_hash, chunks,
-                            matrix[at : at + len(chunks)])
-            at += len(chunks)
-        vectors.record_batch(store, encoder.model, [m.id for m, _ in plan])
+        for m, chunks, matrix in plan:
+            vectors.replace(store, m.id, encoder.model, m.content_hash, chunks, matrix)
+        vectors.record_batch(store, encoder.model, [m.id for m, _, _ in plan])
     if outbox.pending(store, "embed") <= len(tasks):
-        for project in vectors.projects_of(store, (m.id for m, _ in plan)):
+        for project in vectors.projects_of(store, (m.id for m, _, _ in plan)):
             vectors.rebuild(store, home, encoder.model, project)
-    return {}
+    return errors
+
+
+def _embed(encoder: embed.Encoder, todo: list[Memory]) -> list[tuple[Memory, list[vectors.Chunk], Any]]:
+    """(memory, its chunks, their vectors) for each memory, all embedded in one call."""
+    spans = [encoder.spans(m.content) for m in todo]
+    matrix = encoder.embed([m.content[s:e] for m, sp in zip(todo, spans, strict=True) for s, e in sp])
+    out, at = [], 0
+    for m, sp in zip(todo, spans, strict=True):
+        out.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(sp)], matrix[at : at + len(sp)]))
+        at += len(sp)
+    return out
 
 
 def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,

@@ -102,3 +102,25 @@ def test_word_matches_fall_back_when_other_projects_hold_the_best_matches(ctx):
                         project="p").id
     got = vectors.word_matches(store, lexical.fts_query("deploy"), Filter(project="p"), 10)
     assert [mid for mid, _ in got] == [mine]
+
+
+def test_one_failing_memory_fails_only_its_own_task(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    real_embed = fake.embed
+
+    def picky(texts):
+        if any("poison" in t for t in texts):
+            raise ValueError("cannot embed this")
+        return real_embed(texts)
+
+    monkeypatch.setattr(fake, "embed", picky)
+    good = write_memory(ctx, "a fine note about retries", project="p").id
+    bad = write_memory(ctx, "a poison note", project="p").id
+    summary = drain.run(ctx, kinds=["embed"], sweeps=False)
+    ks = summary.kinds["embed"]
+    assert (ks.done, ks.failed, ks.parked) == (1, 3, 1)  # retried, then parked with its error
+    store = ctx.store()
+    assert {r[0] for r in _vector_rows(store)} == {good}
+    [(target, state, attempts, error)] = store.conn.execute(
+        "SELECT target, state, attempts, last_error FROM outbox WHERE kind = 'embed'").fetchall()
+    assert (target, state, attempts) == (str(bad), "parked", 3) and "cannot embed this" in error
