@@ -287,8 +287,9 @@ class _QueryEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Graph optimisation costs ~0.2 s per process and gains nothing on one query.
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        # Basic graph optimisation: the int8 graph runs ~7x slower without it (23 ms
+        # against 3 ms a query), and the extended levels add session time, not speed.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
                                              providers=["CPUExecutionProvider"])
 
