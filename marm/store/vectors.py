@@ -266,7 +266,7 @@ def visible(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, Any]
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
         rows = store.conn.execute(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.id IN ({','.join('?' * len(part))})"
+            f"SELECT {COLUMNS} FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(part))})"
             f" AND {where}", [*part, *args]).fetchall()
         out.update((r[0], to_memory(r)) for r in rows)
     return out
@@ -327,7 +327,7 @@ def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tup
         rows = store.conn.execute(
             f"SELECT m.id, f.rank FROM (SELECT rowid, rank FROM memories_fts"
             f" WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f"
-            f" JOIN memories m ON m.id = f.rowid WHERE {where} ORDER BY f.rank LIMIT ?",
+            f" JOIN memories m NOT INDEXED ON m.id = f.rowid WHERE {where} ORDER BY f.rank LIMIT ?",
             [fts_query, inner, *args, limit]).fetchall()
         if len(rows) < limit and store.conn.execute(
                 "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query,)
@@ -344,13 +344,15 @@ def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tup
 
 def scoring_rows(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, tuple[str, str]]:
     """``{id: (content, validity time)}`` of the memories ``flt`` lets a recall see: what
-    the hybrid score reads, without building full records for every candidate."""
+    the hybrid score reads, without building full records for every candidate.
+    (``NOT INDEXED``: look the ids up by rowid; the planner otherwise walks the scope
+    index over every memory of the project.)"""
     ids = list(dict.fromkeys(int(i) for i in memory_ids))
     where, args = flt.where()
     out: dict[int, tuple[str, str]] = {}
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
         out.update((r[0], (r[1], r[2])) for r in store.conn.execute(
-            f"SELECT m.id, m.content, coalesce(m.valid_from, m.recorded_at) FROM memories m"
+            f"SELECT m.id, m.content, coalesce(m.valid_from, m.recorded_at) FROM memories m NOT INDEXED"
             f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args]))
     return out
