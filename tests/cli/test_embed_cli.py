@@ -37,3 +37,27 @@ def test_model_change_reindex_and_fallback(tmp_path):
     assert done["embedded"] == 2 and done["pending"] == 0 and done["parked"] == 0
     hybrid = _ok("recall", "how do we avoid billing twice", "-p", "p", cwd=tmp_path)
     assert hybrid["mode"] == "hybrid" and hybrid["results"][0]["id"] == a
+
+
+HEAVY = ("fastembed", "onnxruntime", "numpy", "tokenizers")
+PROBE = """
+import runpy, sys
+sys.argv = ["marm", *sys.argv[1:]]
+try:
+    runpy.run_module("marm", run_name="__main__")
+except SystemExit:
+    pass
+print(",".join(m for m in {heavy!r} if m in sys.modules), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize("args", [("status",), ("embed",), ("recall", "payment", "--mode", "lexical")])
+def test_status_embed_and_lexical_recall_load_no_model(tmp_path, args):
+    import subprocess
+    import sys
+
+    run_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip(), proc.stderr
+    assert proc.stderr.splitlines()[-1] == "", proc.stderr  # none of them imported
