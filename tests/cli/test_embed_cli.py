@@ -61,3 +61,14 @@ def test_status_embed_and_lexical_recall_load_no_model(tmp_path, args):
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip(), proc.stderr
     assert proc.stderr.splitlines()[-1] == "", proc.stderr  # none of them imported
+
+
+def test_the_probe_sees_a_hybrid_recall_load_the_model(tmp_path):
+    import subprocess
+    import sys
+
+    run_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "recall", "payment",
+                           "--mode", "hybrid"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    loaded = proc.stderr.splitlines()[-1].split(",")
+    assert "onnxruntime" in loaded and "numpy" in loaded and "fastembed" not in loaded
