@@ -163,8 +163,7 @@ class Meaning:
         for ids, sims in self.parts:
             take = min(len(sims), k * 3)
             idx = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
-            for i in idx:
-                mid, s = int(ids[i]), float(sims[i])
+            for mid, s in zip(ids[idx].tolist(), sims[idx].tolist(), strict=True):
                 if s > best.get(mid, -2.0):
                     best[mid] = s
         return dict(sorted(best.items(), key=lambda kv: -kv[1])[:k])
@@ -195,22 +194,23 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
         return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
-    before, after = vectors.session_neighbours(store, words)
+    # Context credit flows from a word match to its session neighbours: the memory after
+    # a match gets the match's words score as ``before``, the memory before it as ``after``.
+    prev_of, next_of = vectors.session_neighbours(store, words)
+    before = {next_of[p]: words[p] for p in words if p in next_of}
+    after = {prev_of[q]: words[q] for q in words if q in prev_of}
     spans = dates.intervals(query)
-    candidates = set(top) | set(words) | set(after.values()) | set(before.values())
+    candidates = set(top) | set(words) | set(before) | set(after)
     for start, end in spans:
         candidates.update(vectors.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
-    more_before, more_after = vectors.session_neighbours(store, candidates - set(words))
-    before.update(more_before)
-    after.update(more_after)
     sims = {**meaning.of([c for c in candidates if c not in top]), **top}
 
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
     base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
-            + weights.before * words.get(before.get(mid, -1), 0.0)
-            + weights.after * words.get(after.get(mid, -1), 0.0) for mid in candidates}
+            + weights.before * before.get(mid, 0.0) + weights.after * after.get(mid, 0.0)
+            for mid in candidates}
     when = dates.asks_when(query)
     reach = weights.recency + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
