@@ -26,7 +26,8 @@ class EmbedResult:
     deleted_vectors: int = 0            # vectors of other models dropped by --reindex
 
     def text(self) -> str:
-        lines = [f"model      {self.model} ({'ok' if self.available else 'unavailable'}: {self.detail})",
+        state = self.detail if self.available else f"{self.model} is unavailable: {self.detail}"
+        lines = [f"model      {state}",
                  f"embedded   {self.embedded} of {self.memories} memories; {self.pending} pending"
                  + (f", {self.parked} parked" if self.parked else "")]
         for model, n in self.other_models.items():
