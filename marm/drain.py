@@ -90,6 +90,7 @@ def run(
     summary = DrainSummary()
     budget = limit if limit is not None else 10**12
     with leases.hold(store, ctx.home, "drain", holder=f"marm drain ({ctx.source})") as lease:
+        outbox.release_orphans(store, kinds or list(HANDLER_MODULES))  # a killed drain's claims
         for kind in kinds or list(HANDLER_MODULES):
             ks = summary.kinds.setdefault(kind, KindSummary())
             handler = load_handler(kind)

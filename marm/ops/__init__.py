@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "marm.ops.transfer": ("export", "import"),
     "marm.ops.system": ("status", "doctor", "config"),
     "marm.ops.background": ("drain",),
+    "marm.ops.embedding": ("embed",),
     "marm.ops.concepts": ("concepts",),
     "marm.ops.code": ("code",),
     "marm.ops.agents": ("hook", "init"),

@@ -3,16 +3,22 @@
 - exact lane: syntax-shaped queries (``shape.literal_of``) return memories containing
   the stored characters verbatim; nothing matching means an empty answer.
 - word/meaning lanes: BM25 over words (``lexical``), fused with vectors when the
-  embedding model is available (``hybrid``, added by the embeddings layer).
+  embedding model is available (``hybrid``, ``recall.hybrid``), or vectors alone
+  (``semantic``). ``auto`` is exact for syntax-shaped queries, else hybrid.
 
-``run`` picks the lane for a mode and returns the hits with the mode it used.
+``run`` picks the lane for a mode and returns the hits with the mode it used. When the
+model cannot be loaded, the meaning lanes answer from words with mode
+``lexical_only`` and a note saying why; a recall never fails for want of a model.
+A process that loaded the model first embeds a small batch of pending memories
+(unless a drain is running), so the backlog shrinks as people use recall.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
-from marm.errors import BadInput
+from marm.errors import BadInput, Unavailable
 from marm.recall import lexical
 from marm.recall.shape import literal_of
 from marm.store import Store
@@ -21,6 +27,10 @@ from marm.store.memories import Filter
 from marm.store.records import Hit
 
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
+#: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
+EMBED_ON_RECALL = 16
+
+log = logging.getLogger("marm.recall")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,11 +52,26 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto") -
         return exact(store, literal if literal is not None else query, flt, limit)
     if mode == "lexical":
         return Outcome("lexical", words(store, query, flt, limit))
-    return Outcome(
-        "lexical_only",
-        words(store, query, flt, limit, retrieval_mode="lexical_only"),
-        note="the meaning lane is not available; answered from words only",
-    )
+    return meaning(store, query, flt, limit, semantic_only=mode == "semantic")
+
+
+def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False) -> Outcome:
+    """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model."""
+    from marm.embed_drain import embed_pending, encoder_for
+    from marm.recall import hybrid
+
+    home = store.path.parent
+    try:
+        encoder = encoder_for(store, home, query=True)
+    except Unavailable as exc:
+        return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
+                       note=f"answered from words only: {exc.message}")
+    try:
+        embed_pending(store, home, encoder, EMBED_ON_RECALL)
+    except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
+        log.warning("embedding pending memories during recall failed: %s", exc)
+    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only)
+    return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 
 def exact(store: Store, text: str, flt: Filter, limit: int) -> Outcome:

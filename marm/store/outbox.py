@@ -90,6 +90,18 @@ def release(store: Store, tasks: list[Task]) -> None:
         )
 
 
+def release_orphans(store: Store, kinds: list[str]) -> int:
+    """Clear the task leases of ``kinds``. Only for a process that just took the
+    ``drain`` lease: tasks of these kinds are claimed only under it, so a claim still on
+    one belongs to a holder that died (``kill -9``) mid-batch, and its tasks should run
+    now, not when the claim expires."""
+    with store.write() as conn:
+        return conn.execute(
+            f"UPDATE outbox SET lease_token = NULL, lease_until = NULL WHERE lease_token IS NOT NULL"
+            f" AND kind IN ({','.join('?' * len(kinds))})", kinds,
+        ).rowcount
+
+
 def counts(store: Store) -> dict[str, dict[str, int]]:
     """``{kind: {"pending": n, "parked": n}}`` for every kind with tasks."""
     out: dict[str, dict[str, int]] = {}

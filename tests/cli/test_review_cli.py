@@ -96,11 +96,11 @@ def test_export_import_round_trip_through_files(tmp_path):
     elsewhere = {"MARM_HOME": str(tmp_path / "second-home")}
     first = _ok("import", str(path), cwd=work, env=elsewhere)
     assert first["added"]["memory"] == 3 and first["remapped"] == {}
+    status = _ok("status", cwd=work, env=elsewhere)  # imported memories are queued for embedding
+    assert status["outbox"]["embed"]["pending"] == 3
     second = _ok("import", str(path), cwd=work, env=elsewhere)
     assert second["added"] == {}
     for query in ("queue", "cache", "queue consumer"):
         assert _ids(query, cwd=work, env=elsewhere) == _ids(query, cwd=work)
     assert run_marm("log", "the queue consumer is idempotent", cwd=work, env=elsewhere).code == 5
-    status = _ok("status", cwd=work, env=elsewhere)
-    assert status["outbox"]["embed"]["pending"] == 3
     assert os.path.exists(tmp_path / "second-home" / "marm.db")

@@ -59,6 +59,7 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "concepts merge": lambda s: {"a": "build cache", "b": "cache of builds"},
     "concepts remove": lambda s: {"name": "misc", "reason": "walk"},
     "concepts dismiss": lambda s: {"a": "build cache", "b": "cache"},
+    "embed": lambda s: {"reindex": True, "all_memories": True},
     "code index": lambda s: {"path": _repo(s.cwd)},
     "code forget": lambda s: {"path": _indexed(s.cwd)},
 }

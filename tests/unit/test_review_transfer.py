@@ -93,6 +93,8 @@ def test_round_trip_into_an_empty_store_reproduces_recall_and_history(exported, 
     try:
         imported = import_(target, str(path))
         assert imported.remapped == {} and imported.added["memory"] == len(ids) - 1
+        # queued for embedding (checked before any recall, which embeds a few itself)
+        assert outbox.pending(target.store(), "embed") == len(ids) - 1
         expected = _answers(source)
         assert all(expected), "every query has an answer in the source store"
         assert _answers(target) == expected
@@ -102,7 +104,6 @@ def test_round_trip_into_an_empty_store_reproduces_recall_and_history(exported, 
             if memory_id != ids["gone"]:
                 assert marks and marks[0].action == "memory.import"
         assert review.history(target, ids["gone"]).status is None  # forgotten there, history kept
-        assert outbox.pending(target.store(), "embed") == len(ids) - 1
         with pytest.raises(Refused):  # the tombstone came along
             write_memory(target, "the payment webhook retries three times")
         fresh = write_memory(target, "a memory written after the import").id

@@ -161,7 +161,7 @@ def test_forget_erases_the_text_everywhere_and_keeps_content_free_events(ctx, se
 
     ids = _ids(ctx, "payment webhook signs salt")
     assert seeded["log"] in ids and seeded["keys"] in ids and target not in ids
-    assert _ids(ctx, "Xylophonequartz77", include="retracted,superseded") == []
+    assert _ids(ctx, '"Xylophonequartz77"', include="retracted,superseded") == []  # exact lane
     assert memories.get(store, target) is None
     for table, column in (("memory_vectors", "memory_id"), ("log_entries", "memory_id")):
         left = store.conn.execute(f"SELECT count(*) FROM {table} WHERE {column} = ?", (target,))

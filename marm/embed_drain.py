@@ -1,0 +1,113 @@
+"""The ``embed`` task handler: vectors for new memories, off the write path.
+
+For each memory in a batch: split it into overlapping token windows
+(``Encoder.spans``), embed every window, and replace the memory's vectors for the
+model in one transaction (delete, then insert), so a re-run after a killed drain
+leaves exactly one vector per chunk. A task whose memory is gone is simply done.
+
+Each window is embedded on its own text. (Embedding a memory together with the one
+before it in its session was tried and did not help recall on LoCoMo once the
+hybrid lane scores session neighbours by their words; it did cost throughput, so
+context is left to the recall side, ``recall.hybrid``.)
+
+After the last pending task the drain rebuilds the matrix files of the projects it
+touched (``store.vectors``), so a cold recall memory-maps one file per project.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from marm import embed
+from marm.drain import Handler
+from marm.errors import Busy
+from marm.ops.context import Ctx
+from marm.store import Store, flags, leases, outbox, vectors
+from marm.store import memories as memory_store
+from marm.store.records import Memory, Task
+
+BATCH = 64
+
+
+def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Task]) -> dict[int, str]:
+    """Embed the memories of ``tasks`` and store their vectors. Returns failures by task id.
+
+    The batch is embedded at once; if that fails, each memory is tried alone, so one
+    bad memory fails (and eventually parks) only its own task.
+    """
+    found = memory_store.get_many(store, (int(t.target) for t in tasks if t.target.isdigit()))
+    todo = [(t, found[int(t.target)]) for t in tasks if t.target.isdigit() and int(t.target) in found]
+    if not todo:
+        return {}
+    errors: dict[int, str] = {}
+    try:
+        plan = _embed(encoder, [m for _, m in todo])
+    except Exception:  # noqa: BLE001 - find the memory that fails, keep the others
+        plan = []
+        for task, m in todo:
+            try:
+                plan.extend(_embed(encoder, [m]))
+            except Exception as exc:  # noqa: BLE001 - recorded on its task
+                errors[task.id] = f"{type(exc).__name__}: {exc}"
+    with store.write():
+        for m, chunks, matrix in plan:
+            vectors.replace(store, m.id, encoder.model, m.content_hash, chunks, matrix)
+        vectors.record_batch(store, encoder.model, [m.id for m, _, _ in plan])
+    if outbox.pending(store, "embed") <= len(tasks):
+        for project in vectors.projects_of(store, (m.id for m, _, _ in plan)):
+            vectors.rebuild(store, home, encoder.model, project)
+    return errors
+
+
+def _embed(encoder: embed.Encoder, todo: list[Memory]) -> list[tuple[Memory, list[vectors.Chunk], Any]]:
+    """(memory, its chunks, their vectors) for each memory, all embedded in one call."""
+    spans = [encoder.spans(m.content) for m in todo]
+    matrix = encoder.embed([m.content[s:e] for m, sp in zip(todo, spans, strict=True) for s, e in sp])
+    out, at = [], 0
+    for m, sp in zip(todo, spans, strict=True):
+        out.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(sp)], matrix[at : at + len(sp)]))
+        at += len(sp)
+    return out
+
+
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
+                query: bool = False) -> embed.Encoder:
+    """Load the configured encoder (``Unavailable`` if it cannot be used); ``query`` picks
+    the engine that starts fastest, for processes that mostly embed queries."""
+    cfg = embed.settings(home, flags.all_saved(store), env if env is not None else os.environ)
+    return embed.load_for_query(cfg) if query else embed.load(cfg)
+
+
+def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
+    store = ctx.store()
+    return embed_tasks(store, ctx.home, encoder_for(store, ctx.home, dict(ctx.env)), tasks)
+
+
+def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) -> int:
+    """Embed up to ``limit`` pending tasks now, if no drain holds the lease; return how many.
+
+    For a process that has loaded the encoder anyway (a hybrid recall): it helps the
+    backlog along without ever waiting for a running drain.
+    """
+    if not outbox.pending(store, "embed"):
+        return 0
+    try:
+        with leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"):
+            outbox.release_orphans(store, ["embed"])
+            tasks = outbox.claim(store, "embed", limit)
+            if not tasks:
+                return 0
+            errors = embed_tasks(store, home, encoder, tasks)
+            with store.write():
+                outbox.complete(store, [t for t in tasks if t.id not in errors])
+            for t in tasks:
+                if t.id in errors:
+                    outbox.fail(store, t, errors[t.id])
+            return len(tasks) - len(errors)
+    except Busy:
+        return 0
+
+
+HANDLER = Handler("embed", BATCH, _process)

