@@ -37,7 +37,7 @@ TIMEOUT = {"session-start": 10, "prompt": 10, "post-tool": 5, "stop": 10, "pre-c
 TOOL_MATCHER = {"claude": "Edit|MultiEdit|Write|NotebookEdit|Bash", "codex": "Bash|apply_patch",
                 "gemini": "write_file|replace|run_shell_command"}
 _MARM_COMMAND = re.compile(r"(?:^|[\s/\\\"'])marm(?:\.exe)?[\"']?\s+hook\s|-m\s+marm\s+hook\s")
-TOML_BLOCK = '\n# added by `marm init` (`marm init --uninstall` removes it)\n[mcp_servers.marm]\ncommand = {cmd}\nargs = {args}\n'
+TOML_BLOCK = '\n# added by `marm init` (`marm init --uninstall` removes it)\n[mcp_servers.marm]\ncommand = {cmd}\nargs = {args}\n'  # noqa: E501
 
 
 def executable() -> str:

@@ -14,8 +14,8 @@ Every verdict is an event; nothing is changed without a trace.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated
 
 from marm.errors import BadInput, NotFound
 from marm.ops.context import Ctx
@@ -23,7 +23,7 @@ from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView
 from marm.store import memories, review
 from marm.store.db import Store, now
-from marm.store.records import Memory
+from marm.store.records import Event, Memory
 
 MemoryId = Annotated[int, Param("memory id", argument=True)]
 Reason = Annotated[str | None, Param("why, kept in the audit trail (see `marm history`)", short="-r")]
@@ -182,27 +182,10 @@ def forget(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
 
 
 @dataclass(frozen=True, slots=True)
-class EventView:
-    id: int
-    at: str
-    action: str
-    entity: str
-    entity_id: str
-    source: str                    # which surface: cli, mcp, hook:<event>, import
-    platform: str | None
-    session: str | None
-    project: str | None
-    reason: str | None
-    before_hash: str | None
-    after_hash: str | None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
 class HistoryResult:
     id: int
     status: str | None             # None when the memory was forgotten
-    events: list[EventView]
+    events: list[Event]
 
     def text(self) -> str:
         state = self.status or "forgotten"
@@ -229,6 +212,4 @@ def history(ctx: Ctx, id: MemoryId) -> HistoryResult:
     memory = memories.get(store, id)
     if not found and memory is None:
         raise NotFound(f"no memory with id {id}")
-    views = [EventView(e.id, e.at, e.action, e.entity, e.entity_id, e.source, e.platform, e.session,
-                       e.project, e.reason, e.before_hash, e.after_hash, dict(e.detail)) for e in found]
-    return HistoryResult(id, memory.status if memory else None, views)
+    return HistoryResult(id, memory.status if memory else None, found)

@@ -162,7 +162,7 @@ def finish_tree(
         "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
         " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
         " WHERE tree_id = ?), symbols = (SELECT count(*) FROM code_symbols WHERE tree_id = ?) - (SELECT"
-        " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"
+        " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"  # noqa: E501
         " WHERE id = ?",
         (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id),
     )

@@ -12,7 +12,7 @@ def get(store: Store, key: str) -> str | None:
 
 
 def all_saved(store: Store) -> dict[str, str]:
-    return {k: v for k, v in store.conn.execute("SELECT key, value FROM flags ORDER BY key")}
+    return dict(store.conn.execute("SELECT key, value FROM flags ORDER BY key").fetchall())
 
 
 def put(store: Store, key: str, value: str | None) -> None:

@@ -243,7 +243,7 @@ def search_literal(store: Store, text: str, flt: Filter, limit: int) -> tuple[li
 
 def counts(store: Store) -> dict[str, int]:
     """Memory counts by status, plus the total."""
-    out = {s: 0 for s in ("active", "doubted", "superseded", "retracted")}
+    out = dict.fromkeys(("active", "doubted", "superseded", "retracted"), 0)
     for status, n in store.conn.execute("SELECT status, count(*) FROM memories GROUP BY status"):
         out[status] = n
     out["total"] = sum(out.values())

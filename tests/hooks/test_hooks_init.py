@@ -28,7 +28,7 @@ CLAUDE = """{
 CLAUDE_STATE = '{"numStartups": 3, "mcpServers": {"github": {"command": "gh-mcp", "args": []}}}\n'
 CODEX_HOOKS = '{"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}]}}\n'
 CODEX_TOML = 'model = "gpt-5-codex"\n\n[mcp_servers.github]\ncommand = "gh-mcp"\n'
-GEMINI = '{\n  "theme": "GitHub",\n  "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"name": "lint", "type": "command", "command": "eslint ."}]}]}\n}\n'
+GEMINI = '{\n  "theme": "GitHub",\n  "hooks": {"AfterTool": [{"matcher": "write_file", "hooks": [{"name": "lint", "type": "command", "command": "eslint ."}]}]}\n}\n'  # noqa: E501
 
 
 def user_home(tmp_path: Path) -> tuple[Path, dict[Path, str]]:
