@@ -18,7 +18,7 @@ import typer
 
 from marm import __version__
 from marm.errors import BadInput, MarmError
-from marm.ops import Op, load
+from marm.ops import COMMANDS, Op, load
 from marm.ops.context import Ctx
 
 _HELP = (
@@ -107,13 +107,13 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def _placeholder(o: Op) -> Any:
-    """A parameterless stand-in that only lends its help to a listing (`marm --help`)."""
+def _placeholder(word: str) -> Any:
+    """A parameterless stand-in that only lends its name to a listing (`marm --help`)."""
 
     def command() -> None:
-        raise RuntimeError(f"{o.name} was not built")  # never invoked: see selected_ops
+        raise RuntimeError(f"{word} was not built")  # never invoked: see build_app
 
-    command.__name__ = o.path[-1].replace("-", "_")
+    command.__name__ = word.replace("-", "_")
     return command
 
 
@@ -143,7 +143,8 @@ def selected_ops(words: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[
 
 def build_app(argv: list[str] | None = None) -> typer.Typer:
     """The Typer app. With ``argv``, only the ops it can reach are built in full (a CLI
-    process pays for one command, not forty); without, everything is (completion)."""
+    process pays for one command, not forty, and `marm --help` imports no op module:
+    it lists ``COMMANDS``); without, everything is (completion)."""
     app = typer.Typer(help=_HELP, no_args_is_help=True, pretty_exceptions_enable=False,
                       rich_markup_mode=None,
                       add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
@@ -155,7 +156,12 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
     ) -> None:
         """marm: local-first memory for coding agents."""
 
+    summaries = {word: line for table in COMMANDS.values() for word, line in table.items()}
     words = [] if argv is None else command_words(argv)
+    if argv is not None and not words:
+        for word, line in summaries.items():  # the root listing
+            app.command(name=word, help=line, short_help=line)(_placeholder(word))
+        return app
     ops = load(words[0] if words else None)
     full = set(ops) if argv is None else selected_ops(words, ops)
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
@@ -164,22 +170,13 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
         for word in o.path[:-1]:
             key = (*parent, word)
             if key not in groups:
-                sub = typer.Typer(no_args_is_help=True, help=GROUP_HELP.get(key, ""))
+                sub = typer.Typer(no_args_is_help=True, help=summaries.get(word, ""))
                 groups[parent].add_typer(sub, name=word)
                 groups[key] = sub
             parent = key
-        function = _command(o) if o.path in full else _placeholder(o)
+        function = _command(o) if o.path in full else _placeholder(o.path[-1])
         groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(function)
     return app
-
-
-#: Help of command groups (a group is not an op; its commands are).
-GROUP_HELP: dict[tuple[str, ...], str] = {
-    ("session",): "Choose the session new memories are tagged with.",
-    ("config",): "Show and save runtime settings.",
-    ("concepts",): "The concept graph: what memories are about, and how those things relate.",
-    ("code",): "Index repositories with tree-sitter; look up, trace and weigh code.",
-}
 
 
 def main(argv: list[str] | None = None) -> None:

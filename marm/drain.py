@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -145,6 +144,8 @@ def _drain_kind(ctx: Ctx, handler: Handler, ks: KindSummary, deadline: float, bu
 
 def detach(ctx: Ctx, max_seconds: float = 300) -> int:
     """Start ``marm drain`` in a detached process and return its pid at once."""
+    import subprocess
+
     log_dir = ctx.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     with open(log_dir / "drain.log", "ab") as log:

@@ -13,19 +13,60 @@ import importlib
 
 from marm.ops.registry import REGISTRY, Op, Param, op
 
-#: Op module -> the first words of the commands it registers, in `marm --help` order.
-COMMANDS: dict[str, tuple[str, ...]] = {
-    "marm.ops.memory": ("log", "recall", "show", "delete", "summary", "log-show"),
-    "marm.ops.review": ("doubt", "retract", "supersede", "restore", "forget", "history"),
-    "marm.ops.notebook": ("notebook", "sessions", "session"),
-    "marm.ops.transfer": ("export", "import"),
-    "marm.ops.system": ("status", "doctor", "config"),
-    "marm.ops.background": ("drain",),
-    "marm.ops.embedding": ("embed",),
-    "marm.ops.concepts": ("concepts",),
-    "marm.ops.code": ("code",),
-    "marm.ops.agents": ("hook", "init"),
-    "marm.ops.serve": ("mcp",),
+#: Op module -> its top-level commands with their one-line help, in `marm --help`
+#: order. `marm --help` is printed from this table without importing any op module, and
+#: a process that runs one command imports only the module defining it. A test checks
+#: the table against what the modules register.
+COMMANDS: dict[str, dict[str, str]] = {
+    "marm.ops.memory": {
+        "log": "Store a memory (a decision, fix, note, or a dated log entry).",
+        "recall": "Find memories by exact text or by meaning.",
+        "show": "Show one memory in full, with its provenance.",
+        "delete": "Delete a memory, a log entry (with its memory), a notebook entry, or a session.",
+        "summary": "A deterministic digest of what is stored: grouped by kind, newest first.",
+        "log-show": "List log entries, newest first (entries of retracted memories are left out).",
+    },
+    "marm.ops.review": {
+        "doubt": "Mark a memory as doubted: recall still returns it, marked [doubted].",
+        "retract": "Retract a memory: recall leaves it out, and the same text is refused later.",
+        "supersede": "Replace memory OLD by the newer memory given with --by: recall returns the newer one.",
+        "restore": "Make a doubted, retracted or superseded memory active again.",
+        "forget": "Erase a memory's text for good (privacy): nothing can bring it back.",
+        "history": "Every event of a memory, oldest first.",
+    },
+    "marm.ops.notebook": {
+        "notebook": "Keep named, reusable instructions; `use` activates one for a session.",
+        "sessions": "List sessions, most recently used first (* marks the active one).",
+        "session": "Choose the session new memories are tagged with.",
+    },
+    "marm.ops.transfer": {
+        "export": "Write the store as JSON lines on standard output: `marm export > backup.jsonl`.",
+        "import": "Read a `marm export` file back into this store, keeping ids and times.",
+    },
+    "marm.ops.system": {
+        "status": "Counts, background backlog, running drains, database and optional parts.",
+        "doctor": "Check the store and the optional parts, and advise; changes nothing.",
+        "config": "Show and save runtime settings.",
+    },
+    "marm.ops.background": {
+        "drain": "Work through queued background tasks (embeddings, concepts, code re-index).",
+    },
+    "marm.ops.embedding": {
+        "embed": "Show what is embedded with which model; `--reindex` after changing `embed.model`.",
+    },
+    "marm.ops.concepts": {
+        "concepts": "The concept graph: what memories are about, and how those things relate.",
+    },
+    "marm.ops.code": {
+        "code": "Index repositories with tree-sitter; look up, trace and weigh code.",
+    },
+    "marm.ops.agents": {
+        "hook": "Answer an agent's hook: read its JSON on stdin, reply in its JSON on stdout.",
+        "init": "Install marm's hooks, skill (and with --mcp its MCP server) into your agents.",
+    },
+    "marm.ops.serve": {
+        "mcp": "Serve marm's operations as MCP tools over STDIO, until the client disconnects.",
+    },
 }
 MODULES = tuple(COMMANDS)
 

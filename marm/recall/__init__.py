@@ -15,7 +15,6 @@ A process that loaded the model first embeds a small batch of pending memories
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 from marm.errors import BadInput, Unavailable
@@ -29,8 +28,6 @@ from marm.store.records import Hit
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 #: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
 EMBED_ON_RECALL = 16
-
-log = logging.getLogger("marm.recall")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +66,9 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     try:
         embed_pending(store, home, encoder, EMBED_ON_RECALL)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
-        log.warning("embedding pending memories during recall failed: %s", exc)
+        import logging
+
+        logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
     hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only)
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 

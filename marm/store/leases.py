@@ -8,7 +8,6 @@ and for the message a second drain prints before exiting.
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -79,7 +78,9 @@ def all_leases(store: Store) -> list[LeaseInfo]:
 @contextmanager
 def hold(store: Store, home: Path, name: str, holder: str) -> Iterator[Lease]:
     """Take the lease ``name`` at once or raise ``Busy`` naming who holds it since when."""
-    from filelock import FileLock, Timeout  # only background work pays this import
+    import socket
+
+    from filelock import FileLock, Timeout  # only background work pays these imports
 
     path = lock_path(home, name)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)

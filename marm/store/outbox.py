@@ -10,7 +10,7 @@ drain claims those tasks again: nothing is lost.
 
 from __future__ import annotations
 
-import secrets
+import os
 from datetime import datetime, timedelta, timezone
 
 from marm.store.db import Store, now
@@ -38,7 +38,7 @@ def _later(seconds: float) -> str:
 
 def claim(store: Store, kind: str, limit: int, lease_seconds: float = 300) -> list[Task]:
     """Lease up to ``limit`` ready tasks of ``kind`` (pending, not leased or lease expired)."""
-    token = secrets.token_hex(8)
+    token = os.urandom(8).hex()
     with store.write() as conn:
         rows = conn.execute(
             "SELECT id, kind, target, content_hash, attempts FROM outbox"

@@ -136,11 +136,17 @@ def test_version():
     assert run.code == 0 and run.out.startswith("marm ")
 
 
-def test_the_command_index_names_every_module_s_commands():
+def test_the_command_index_names_every_module_s_commands_with_their_help():
     from marm.ops import COMMANDS
 
     ops = load()
-    for module, words in COMMANDS.items():
+    for module, table in COMMANDS.items():
         registered = {o.path[0] for o in ops.values() if o.func.__module__ == module}
-        assert registered == set(words), f"COMMANDS[{module!r}] should be {sorted(registered)}"
+        assert registered == set(table), f"COMMANDS[{module!r}] should list {sorted(registered)}"
+        for word, line in table.items():
+            leaf = ops.get((word,))
+            if leaf is not None:
+                assert line == leaf.summary, f"COMMANDS[{module!r}][{word!r}] should be {leaf.summary!r}"
+            else:
+                assert line, f"group {word!r} needs a one-line help in COMMANDS"
     assert {o.func.__module__ for o in ops.values()} <= set(COMMANDS)
