@@ -289,6 +289,19 @@ def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]
     return total, counts
 
 
+def scope_stats(store: Store, flt: Any, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """(memories ``flt`` lets a recall see, {term: those of them containing it})."""
+    where, args = flt.where()
+    total = int(store.conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchone()[0])
+    counts: dict[str, int] = {}
+    for term in terms:
+        phrase = '"' + term.replace('"', '""') + '"'
+        counts[term] = int(store.conn.execute(
+            f"SELECT count(*) FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+            f" WHERE memories_fts MATCH ? AND {where}", [phrase, *args]).fetchone()[0])
+    return total, counts
+
+
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
     """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
     from marm.store import outbox
