@@ -114,8 +114,8 @@ def common_names(store: Store, flt: Filter, names: list[str]) -> list[str]:
     ``idempotency_key``) say what a memory is about and stay in the query's words."""
     if not names:
         return []
-    total, df = vectors.scope_stats(store, flt, [n.lower() for n in names])
-    return [n for n in names if df.get(n.lower(), 0) > COMMON_NAME * total]
+    common = set(vectors.common_terms(store, flt, [n.lower() for n in names], COMMON_NAME))
+    return [n for n in names if n.lower() in common]
 
 
 def _name_share(names: list[str], content: str) -> float:
