@@ -13,10 +13,12 @@ score means the same thing across queries (hooks inject only above a threshold):
 - ``names``: the share of the names the query mentions (capitalised words, code
   identifiers) that the memory contains verbatim, and ``lead``: the share it names in
   its first characters, where a memory says who or what it is about ("Ana: ...",
-  "PaymentService: ..."). Names are matched here, exactly, and left out of the
-  ``words`` and ``meaning`` parts: a name that is rare in the store but on every
-  memory of a project would otherwise swamp BM25, and it pulls a small embedding
-  model towards every memory that mentions it, whatever it says.
+  "PaymentService: ..."). Names are matched here, exactly. Common names (in more
+  than ``COMMON_NAME`` of the memories in scope: the user, a teammate, the project) are left
+  out of the ``words`` and ``meaning`` parts: such a name may be rare in the store
+  but on every memory of a project, and would swamp BM25, and it pulls a small
+  embedding model towards every memory that mentions it, whatever it says. Rare
+  names (a pet, a book, an identifier) stay in: they are what the query is about.
 - ``time``: closeness of the memory's validity time to a date the query names
   ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
   that asks when ("When did we switch to postgres?"), whether the memory says when
@@ -71,6 +73,8 @@ STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: (a small embedding model gives unrelated text a cosine of 0.2), and a caller reading
 #: five results should not have to guess which of them are noise.
 RELATIVE_FLOOR = 0.3
+#: A name in more than this share of the memories is common (see ``common_names``).
+COMMON_NAME = 0.05
 #: Characters at the start of a memory where a name counts as what it is about.
 LEAD_CHARS = 40
 
@@ -102,6 +106,16 @@ def without_names(query: str, names: list[str]) -> str:
         rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", rest)
     rest = " ".join(rest.split())
     return rest if lexical.words(rest) else query
+
+
+def common_names(store: Store, flt: Filter, names: list[str]) -> list[str]:
+    """The names among ``names`` that many memories in scope mention (over ``COMMON_NAME``
+    of them): the user, a teammate, the project. Rare names ("Coco", "Becoming Nicole",
+    ``idempotency_key``) say what a memory is about and stay in the query's words."""
+    if not names:
+        return []
+    common = set(vectors.common_terms(store, flt, [n.lower() for n in names], COMMON_NAME))
+    return [n for n in names if n.lower() in common]
 
 
 def _name_share(names: list[str], content: str) -> float:
@@ -186,7 +200,7 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
     """Rank memories for ``query`` by the fused score (or by meaning alone)."""
     weights = weights or WEIGHTS
     names = names_in(query)
-    topic = without_names(query, names)
+    topic = without_names(query, common_names(store, flt, names))
     meaning = Meaning(store, home, encoder, topic, flt)
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     if semantic_only:

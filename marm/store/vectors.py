@@ -289,6 +289,23 @@ def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]
     return total, counts
 
 
+def common_terms(store: Store, flt: Any, terms: Sequence[str], share: float) -> list[str]:
+    """The ``terms`` that more than ``share`` of the memories ``flt`` lets a recall see
+    contain (counting stops at that bound, so a term on every memory costs no more)."""
+    where, args = flt.where()
+    total = int(store.conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchone()[0])
+    bound = int(share * total)
+    out: list[str] = []
+    for term in terms:
+        phrase = '"' + term.replace('"', '""') + '"'
+        n = store.conn.execute(
+            f"SELECT count(*) FROM (SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+            f" WHERE memories_fts MATCH ? AND {where} LIMIT ?)", [phrase, *args, bound + 1]).fetchone()[0]
+        if n > bound:
+            out.append(term)
+    return out
+
+
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
     """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
     from marm.store import outbox

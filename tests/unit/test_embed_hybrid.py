@@ -142,3 +142,19 @@ def test_a_memory_dated_as_the_query_asks_ranks_first(ctx, monkeypatch):
     got = [h.memory.id for h in recall.run(ctx.store(), "what did we roll back in March 2024?",
                                            _filter(ctx), 3, "hybrid").hits]
     assert got[0] == march and july in got and june not in got
+
+
+def test_a_rare_name_counts_as_a_word_and_a_common_one_does_not(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    chatter = [write_memory(ctx, f"Ana: note {i} about the weekly sync and lunch", project="p").id
+               for i in range(30)]
+    elsewhere = [write_memory(ctx, f"Coco report {i} from another team", project="q").id for i in range(30)]
+    coco = write_memory(ctx, "Ana: adopted a puppy called Coco", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    # "Ana" is on every memory of the project: matched apart. "Coco" is on one of them
+    # (common in another project, which is out of scope): it stays a word of the query.
+    assert hybrid.common_names(store, _filter(ctx), ["Ana", "Coco"]) == ["Ana"]
+    assert hybrid.common_names(store, _filter(ctx, project="q"), ["Ana", "Coco"]) == ["Coco"]
+    got = [h.memory.id for h in recall.run(store, "When did Ana get Coco?", _filter(ctx), 5, "hybrid").hits]
+    assert got[0] == coco and set(got[1:]) <= set(chatter) and not set(got) & set(elsewhere)
