@@ -20,9 +20,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,6 +116,27 @@ def index_tree(
     conn, root: Path, *, full: bool = False, workers: int | None = None, progress: Any = None
 ) -> IndexReport:
     """Bring the code graph of the repository at ``root`` up to date."""
+    with _no_cyclic_gc():
+        return _index_tree(conn, root, full=full, workers=workers, progress=progress)
+
+
+@contextmanager
+def _no_cyclic_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector: a large index allocates millions of tuples
+    (rows, facts, resolver tables), none in a cycle, and the collector would traverse
+    them again and again (~6% of a full index). Reference counting still frees them."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _index_tree(
+    conn, root: Path, *, full: bool, workers: int | None, progress: Any
+) -> IndexReport:
     started = time.monotonic()
     workers = default_workers() if workers is None else max(1, workers)
     report = IndexReport(root=str(root), full=full)
