@@ -76,23 +76,36 @@ _CALLABLE = frozenset(
 )
 
 
-class _Table(dict):
-    """A dict that fills a missing key from ``load`` (lazy mode) or answers ``default()``
-    without storing it (a preloaded, complete table)."""
+class _Complete(dict):
+    """A preloaded, complete table: a missing key answers ``default()`` without storing
+    it. ``get`` stays dict's own (a full build calls it about a million times); every
+    caller passes an empty default or treats None as empty."""
 
-    def __init__(self, load, default) -> None:
+    def __init__(self, default) -> None:
         super().__init__()
-        self._load = load
         self._default = default
 
     def __missing__(self, key):
-        if self._load is None:
-            return self._default()
+        return self._default()
+
+
+class _Lazy(_Complete):
+    """A table that fills a missing key from ``load`` (an incremental run)."""
+
+    def __init__(self, load, default) -> None:
+        super().__init__(default)
+        self._load = load
+
+    def __missing__(self, key):
         value = self[key] = self._load(key)
         return value
 
     def get(self, key, default=None):  # noqa: ARG002 - a table always has an answer
         return self[key]
+
+
+def _table(load, default) -> _Complete:
+    return _Complete(default) if load is None else _Lazy(load, default)
 
 
 class Resolver:
@@ -118,9 +131,9 @@ class Resolver:
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
-        self.sym = _Table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
-        self._named = _Table(pick(self._load_named), list)
-        self.children = _Table(
+        self.sym = _table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self._named = _table(pick(self._load_named), list)
+        self.children = _table(
             pick(
                 lambda key: [
                     s for s, _, p, k in self._named[key[1]] if p == key[0] and k != "module"
@@ -128,7 +141,7 @@ class Resolver:
             ),
             list,
         )
-        self.functions = _Table(
+        self.functions = _table(
             pick(
                 lambda name: [
                     s for s, _, _, k in self._named[name] if k in _CALLABLE and k != "method"
@@ -136,15 +149,15 @@ class Resolver:
             ),
             list,
         )
-        self.methods = _Table(
+        self.methods = _table(
             pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
         )
-        self.module_sym = _Table(
+        self.module_sym = _table(
             pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
         )
-        self.bindings = _Table(pick(lambda fid: self._load_imports(fid)[0]), dict)
-        self.stars = _Table(pick(lambda fid: self._load_imports(fid)[1]), list)
-        self.base_refs = _Table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
+        self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
+        self.base_refs = _table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
         if not lazy:
             self._preload()
         self._bases: dict[int, list[int]] = {}
