@@ -461,15 +461,18 @@ class Resolver:
             }
         )
         out = []
+        # The same call in the same scope (``self.assertEqual`` all over one test) resolves
+        # the same way: every lookup is a pure or memoised function of these four fields.
+        calls: dict[tuple, list[tuple[int, str, float]]] = {}
         for ref_id, fid, src, kind, name, key, receiver, line in refs:
             if kind == "call":
-                hit = self.resolve_ref_target(fid, src, name, receiver)
-                if hit is not None:
-                    out.append((ref_id, src, hit[0], "call", hit[1], CONFIDENCE[hit[1]], fid, line))
-                else:
-                    for dst, rule, conf in self._name_only(fid, key, receiver is not None):
-                        if dst != src:
-                            out.append((ref_id, src, dst, "call", rule, conf, fid, line))
+                targets = calls.get((src, name, key, receiver))
+                if targets is None:
+                    targets = calls[src, name, key, receiver] = self._call_targets(
+                        fid, src, name, key, receiver
+                    )
+                for dst, rule, conf in targets:
+                    out.append((ref_id, src, dst, "call", rule, conf, fid, line))
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
@@ -481,6 +484,15 @@ class Resolver:
                 if dst is not None and dst != src:
                     out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
         return out
+
+    def _call_targets(
+        self, fid: int, src: int, name: str, key: str, receiver: str | None
+    ) -> list[tuple[int, str, float]]:
+        """(target, rule, confidence) of a call: its resolution, else name-only guesses."""
+        hit = self.resolve_ref_target(fid, src, name, receiver)
+        if hit is not None:
+            return [(hit[0], hit[1], CONFIDENCE[hit[1]])]
+        return [t for t in self._name_only(fid, key, receiver is not None) if t[0] != src]
 
     def _import_target(
         self, fid: int, kind: str, local: str, orig: str, module: str | None
