@@ -92,11 +92,15 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
     # Most files are ASCII: decode them once and slice the text by byte offsets (the
     # same offsets then), instead of decoding every captured node on its own.
     text = data.decode("ascii") if data.isascii() else None
+    if text is not None:
 
-    def txt(node) -> str:
-        if text is not None:
+        def txt(node) -> str:
             return text[node.start_byte : node.end_byte]
-        return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    else:
+
+        def txt(node) -> str:
+            return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
     def_kinds: dict[int, str] = {}  # pattern index -> definition kind
     for pattern, caps in QueryCursor(query).matches(root):
