@@ -335,8 +335,8 @@ def _rank(
     several times faster than a list of tuples."""
     if columns is None:
         rows = code_graph.edge_weights(conn, tree_id)
-        columns = tuple(zip(*rows)) if rows else ((), (), ())  # type: ignore[assignment]
-    assert columns is not None
+        src_ids, dst_ids, weights = zip(*rows) if rows else ((), (), ())
+        columns = (src_ids, dst_ids, weights)
     n_edges = len(columns[0])
     if not n_edges:
         code_graph.set_ranks(conn, tree_id, [])
