@@ -10,6 +10,7 @@ a large index is split over worker processes.
 from __future__ import annotations
 
 import posixpath
+from operator import itemgetter
 from dataclasses import dataclass, field
 
 from marm.code.languages import LANGS, load
@@ -18,6 +19,7 @@ from marm.code.languages import LANGS, load
 CLASS_KINDS = frozenset({"class", "interface", "struct", "impl", "trait", "type", "enum"})
 
 _MAX_SIGNATURE = 200
+_END = float("inf")  # past every byte offset
 _IMPORT_REF = {"module": "import", "from": "import-from", "star": "import-star"}
 _TS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d")
 
@@ -87,11 +89,37 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
     fields: list[tuple] = []  # (start, attribute, type, object text or None)
     import_nodes = []
     requires = []  # CommonJS: (declarator, source string)
-    for _, caps in QueryCursor(query).matches(root):
-        if "name" in caps:
-            kind = next(k for k in caps if k.startswith("def."))[4:]
+    # Most files are ASCII: decode them once and slice the text by byte offsets (the
+    # same offsets then), instead of decoding every captured node on its own.
+    text = data.decode("ascii") if data.isascii() else None
+    if text is not None:
+
+        def txt(node) -> str:
+            return text[node.start_byte : node.end_byte]
+
+    else:
+
+        def txt(node) -> str:
+            return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
+
+    def_kinds: dict[int, str] = {}  # pattern index -> definition kind
+    for pattern, caps in QueryCursor(query).matches(root):
+        callee = caps.get("callee")
+        if callee is not None:  # calls are most matches: tested first
+            node = callee[0]
+            receiver = caps.get("receiver")
+            if receiver is not None:
+                recv = txt(receiver[0])
+                if len(recv) > 80 or "\n" in recv:
+                    recv = "?"
+            else:
+                recv = None
+            refs.append((node.start_byte, "call", txt(node), recv, node.start_point[0] + 1))
+        elif "name" in caps:
+            kind = def_kinds.get(pattern)
+            if kind is None:
+                kind = def_kinds[pattern] = next(k for k in caps if k.startswith("def."))[4:]
             node = caps["def." + kind][0]
-            name = caps["name"][0]
             recv = caps.get("recv")
             bases = caps.get("bases")
             defs.append(
@@ -99,29 +127,17 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
                     node.start_byte,
                     node.end_byte,
                     kind,
-                    _text(data, name),
+                    txt(caps["name"][0]),
                     node.start_point[0] + 1,
                     node.end_point[0] + 1,
-                    _signature(data, node),
-                    _text(data, recv[0]) if recv else None,
+                    _signature(data, text, node),
+                    txt(recv[0]) if recv else None,
                     _base_names(data, bases[0]) if bases else (),
-                )
-            )
-        elif "callee" in caps:
-            node = caps["callee"][0]
-            receiver = caps.get("receiver")
-            refs.append(
-                (
-                    node.start_byte,
-                    "call",
-                    _text(data, node),
-                    _receiver(data, receiver[0]) if receiver else None,
-                    node.start_point[0] + 1,
                 )
             )
         elif "import" in caps:
             import_nodes.append(caps["import"][0])
-        elif "require" in caps and _text(data, caps["require.fn"][0]) == "require":
+        elif "require" in caps and txt(caps["require.fn"][0]) == "require":
             requires.append((caps["require"][0], caps["require.source"][0]))
         elif "field" in caps:
             node = caps["field"][0]
@@ -129,19 +145,17 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             fields.append(
                 (
                     node.start_byte,
-                    _text(data, node),
-                    _text(data, caps["type"][0]),
-                    _text(data, owner[0]) if owner else None,
+                    txt(node),
+                    txt(caps["type"][0]),
+                    txt(owner[0]) if owner else None,
                 )
             )
         elif "var" in caps:
             node = caps["var"][0]
-            typed.append((node.start_byte, _text(data, node), _text(data, caps["type"][0])))
-        elif "all" in caps and _text(data, caps["all.name"][0]) == "__all__":
+            typed.append((node.start_byte, txt(node), txt(caps["type"][0])))
+        elif "all" in caps and txt(caps["all.name"][0]) == "__all__":
             facts.exports = [
-                _text(data, n).strip("'\"")
-                for n in caps["all"][0].named_children
-                if n.type == "string"
+                txt(n).strip("'\"") for n in caps["all"][0].named_children if n.type == "string"
             ]
     _scope(facts, key, defs, refs, typed, fields, LANGS[lang].self_names)
     if import_nodes or requires:
@@ -179,17 +193,16 @@ def _text(data: bytes, node) -> str:
     return data[node.start_byte : node.end_byte].decode("utf-8", "replace")
 
 
-def _receiver(data: bytes, node) -> str:
-    text = _text(data, node)
-    return text if len(text) <= 80 and "\n" not in text else "?"
-
-
-def _signature(data: bytes, node) -> str:
+def _signature(data: bytes, text: str | None, node) -> str:
+    """The definition's head (up to its body), whitespace collapsed; ``text`` is
+    ``data`` decoded when it is ASCII (then byte offsets index it directly)."""
     body = node.child_by_field_name("body")
     end = body.start_byte if body is not None else node.end_byte
-    raw = data[node.start_byte : min(end, node.start_byte + 4 * _MAX_SIGNATURE)].decode(
-        "utf-8", "replace"
-    )
+    end = min(end, node.start_byte + 4 * _MAX_SIGNATURE)
+    if text is not None:
+        raw = text[node.start_byte : end]
+    else:
+        raw = data[node.start_byte : end].decode("utf-8", "replace")
     sig = " ".join(raw.split()).rstrip("{ ").rstrip()
     return sig if len(sig) <= _MAX_SIGNATURE else sig[: _MAX_SIGNATURE - 1] + "…"
 
@@ -242,16 +255,33 @@ def _scope(
         [(r[0], 1, r) for r in refs]
         + [(t[0], 2, t) for t in typed]
         + [(f[0], 3, f) for f in field_types],
-        key=lambda e: e[0],
+        key=itemgetter(0),
     )
-    symbols = facts.symbols
+    symbols, out_refs, out_types = facts.symbols, facts.refs, facts.types
     stack: list[tuple[int, int]] = []  # (end byte, symbol index)
-    ei = 0
+    ei, n_events = 0, len(events)
     base_refs = []
-    for start, end, kind, name, line, end_line, sig, recv, bases in defs:
-        while ei < len(events) and events[ei][0] < start:
-            _attach(facts, events[ei], stack)
+    # one sweep in byte order; a final pseudo-definition past the end attaches what is left
+    for d in [*defs, None]:
+        limit = d[0] if d is not None else _END
+        while ei < n_events and events[ei][0] < limit:  # refs/types before this definition
+            at, what, item = events[ei]
             ei += 1
+            while stack and stack[-1][0] <= at:
+                stack.pop()
+            scope = stack[-1][1] if stack else 0
+            if what == 1:
+                _, kind, name, receiver, line = item
+                out_refs.append((kind, scope, name, name, receiver, line))
+            elif what == 2:
+                out_types.append((scope, item[1], item[2]))
+            else:
+                owner = next((i for _, i in reversed(stack) if symbols[i][2] in CLASS_KINDS), None)
+                if owner is not None:
+                    out_types.append((owner, item[1], item[2]))
+        if d is None:
+            break
+        start, end, kind, name, line, end_line, sig, recv, bases = d
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent = stack[-1][1] if stack else 0
@@ -268,26 +298,7 @@ def _scope(
             receiver, _, base_name = base.rpartition(".")
             base_refs.append(("base", index, base_name, base_name, receiver or None, line))
         stack.append((end, index))
-    while ei < len(events):
-        _attach(facts, events[ei], stack)
-        ei += 1
-    facts.refs.extend(base_refs)
-
-
-def _attach(facts: Facts, event: tuple, stack: list[tuple[int, int]]) -> None:
-    start, what, item = event
-    while stack and stack[-1][0] <= start:
-        stack.pop()
-    scope = stack[-1][1] if stack else 0
-    if what == 1:
-        _, kind, name, receiver, line = item
-        facts.refs.append((kind, scope, name, name, receiver, line))
-    elif what == 2:
-        facts.types.append((scope, item[1], item[2]))
-    else:
-        owner = next((i for _, i in reversed(stack) if facts.symbols[i][2] in CLASS_KINDS), None)
-        if owner is not None:
-            facts.types.append((owner, item[1], item[2]))
+    out_refs.extend(base_refs)
 
 
 def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:

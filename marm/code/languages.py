@@ -1,7 +1,8 @@
 """The language table: file extension -> grammar, and the tree-sitter queries marm runs.
 
-Each query captures definitions (``@def.<kind>`` with ``@name``), references
-(``@call`` with ``@callee`` and an optional ``@receiver``), import statements
+Each query captures definitions (``@def.<kind>`` with ``@name``), calls
+(``@callee`` with an optional ``@receiver``; the call node itself is not captured:
+nothing reads it, and every capture costs a node object), import statements
 (``@import``), typed variables (``@var`` with ``@type``) and typed fields (``@field``
 with ``@type``, ``self.x = T()`` / ``private x: T``) for typed receivers.
 Python, TypeScript/TSX and JavaScript get imports and typed receivers; Go, Rust, Java,
@@ -18,8 +19,8 @@ from typing import Any
 _PY = r"""
 (function_definition name: (identifier) @name) @def.function
 (class_definition name: (identifier) @name superclasses: (argument_list)? @bases) @def.class
-(call function: (identifier) @callee) @call
-(call function: (attribute object: (_) @receiver attribute: (identifier) @callee)) @call
+(call function: (identifier) @callee)
+(call function: (attribute object: (_) @receiver attribute: (identifier) @callee))
 (import_statement) @import
 (import_from_statement) @import
 (assignment left: (identifier) @var right: (call function: (identifier) @type))
@@ -40,9 +41,9 @@ _JS_COMMON = r"""
 (generator_function_declaration name: (identifier) @name) @def.function
 (method_definition name: [(property_identifier) (private_property_identifier)] @name) @def.method
 (variable_declarator name: (identifier) @name value: [(arrow_function) (function_expression)]) @def.function
-(call_expression function: (identifier) @callee) @call
-(call_expression function: (member_expression object: (_) @receiver property: (property_identifier) @callee)) @call
-(new_expression constructor: (identifier) @callee) @call
+(call_expression function: (identifier) @callee)
+(call_expression function: (member_expression object: (_) @receiver property: (property_identifier) @callee))
+(new_expression constructor: (identifier) @callee)
 (import_statement) @import
 (export_statement source: (_)) @import
 (variable_declarator name: (identifier) @var value: (new_expression constructor: (identifier) @type))
@@ -79,8 +80,8 @@ _GO = r"""
 (method_declaration receiver: (parameter_list (parameter_declaration
    type: [(type_identifier) @recv (pointer_type (type_identifier) @recv)])) name: (field_identifier) @name) @def.method
 (type_declaration (type_spec name: (type_identifier) @name)) @def.type
-(call_expression function: (identifier) @callee) @call
-(call_expression function: (selector_expression operand: (_) @receiver field: (field_identifier) @callee)) @call
+(call_expression function: (identifier) @callee)
+(call_expression function: (selector_expression operand: (_) @receiver field: (field_identifier) @callee))
 """
 
 _RUST = r"""
@@ -90,9 +91,9 @@ _RUST = r"""
 (enum_item name: (type_identifier) @name) @def.enum
 (trait_item name: (type_identifier) @name) @def.trait
 (impl_item type: (type_identifier) @name) @def.impl
-(call_expression function: (identifier) @callee) @call
-(call_expression function: (field_expression value: (_) @receiver field: (field_identifier) @callee)) @call
-(call_expression function: (scoped_identifier path: (_) @receiver name: (identifier) @callee)) @call
+(call_expression function: (identifier) @callee)
+(call_expression function: (field_expression value: (_) @receiver field: (field_identifier) @callee))
+(call_expression function: (scoped_identifier path: (_) @receiver name: (identifier) @callee))
 """
 
 _JAVA = r"""
@@ -102,9 +103,9 @@ _JAVA = r"""
 (record_declaration name: (identifier) @name) @def.class
 (method_declaration name: (identifier) @name) @def.method
 (constructor_declaration name: (identifier) @name) @def.method
-(method_invocation name: (identifier) @callee) @call
-(method_invocation object: (_) @receiver name: (identifier) @callee) @call
-(object_creation_expression type: (type_identifier) @callee) @call
+(method_invocation name: (identifier) @callee)
+(method_invocation object: (_) @receiver name: (identifier) @callee)
+(object_creation_expression type: (type_identifier) @callee)
 (local_variable_declaration type: (type_identifier) @type declarator: (variable_declarator name: (identifier) @var))
 """
 
@@ -112,8 +113,8 @@ _C = r"""
 (function_definition declarator: (function_declarator declarator: (identifier) @name)) @def.function
 (function_definition declarator: (pointer_declarator declarator: (function_declarator declarator: (identifier) @name))) @def.function
 (struct_specifier name: (type_identifier) @name body: (_)) @def.struct
-(call_expression function: (identifier) @callee) @call
-(call_expression function: (field_expression argument: (_) @receiver field: (field_identifier) @callee)) @call
+(call_expression function: (identifier) @callee)
+(call_expression function: (field_expression argument: (_) @receiver field: (field_identifier) @callee))
 """
 
 _CPP = (
@@ -124,7 +125,7 @@ _CPP = (
    declarator: (qualified_identifier scope: (_) @recv name: (identifier) @name))) @def.method
 (class_specifier name: (type_identifier) @name (base_class_clause)? @bases body: (_)) @def.class
 (namespace_definition name: (namespace_identifier) @name) @def.namespace
-(call_expression function: (qualified_identifier scope: (_) @receiver name: (identifier) @callee)) @call
+(call_expression function: (qualified_identifier scope: (_) @receiver name: (identifier) @callee))
 """
 )
 

@@ -76,23 +76,36 @@ _CALLABLE = frozenset(
 )
 
 
-class _Table(dict):
-    """A dict that fills a missing key from ``load`` (lazy mode) or answers ``default()``
-    without storing it (a preloaded, complete table)."""
+class _Complete(dict):
+    """A preloaded, complete table: a missing key answers ``default()`` without storing
+    it. ``get`` stays dict's own (a full build calls it about a million times); every
+    caller passes an empty default or treats None as empty."""
 
-    def __init__(self, load, default) -> None:
+    def __init__(self, default) -> None:
         super().__init__()
-        self._load = load
         self._default = default
 
     def __missing__(self, key):
-        if self._load is None:
-            return self._default()
+        return self._default()
+
+
+class _Lazy(_Complete):
+    """A table that fills a missing key from ``load`` (an incremental run)."""
+
+    def __init__(self, load, default) -> None:
+        super().__init__(default)
+        self._load = load
+
+    def __missing__(self, key):
         value = self[key] = self._load(key)
         return value
 
     def get(self, key, default=None):  # noqa: ARG002 - a table always has an answer
         return self[key]
+
+
+def _table(load, default) -> _Complete:
+    return _Complete(default) if load is None else _Lazy(load, default)
 
 
 class Resolver:
@@ -118,9 +131,9 @@ class Resolver:
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
-        self.sym = _Table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
-        self._named = _Table(pick(self._load_named), list)
-        self.children = _Table(
+        self.sym = _table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self._named = _table(pick(self._load_named), list)
+        self.children = _table(
             pick(
                 lambda key: [
                     s for s, _, p, k in self._named[key[1]] if p == key[0] and k != "module"
@@ -128,7 +141,7 @@ class Resolver:
             ),
             list,
         )
-        self.functions = _Table(
+        self.functions = _table(
             pick(
                 lambda name: [
                     s for s, _, _, k in self._named[name] if k in _CALLABLE and k != "method"
@@ -136,15 +149,15 @@ class Resolver:
             ),
             list,
         )
-        self.methods = _Table(
+        self.methods = _table(
             pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
         )
-        self.module_sym = _Table(
+        self.module_sym = _table(
             pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
         )
-        self.bindings = _Table(pick(lambda fid: self._load_imports(fid)[0]), dict)
-        self.stars = _Table(pick(lambda fid: self._load_imports(fid)[1]), list)
-        self.base_refs = _Table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
+        self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
+        self.base_refs = _table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
         if not lazy:
             self._preload()
         self._bases: dict[int, list[int]] = {}
@@ -448,15 +461,18 @@ class Resolver:
             }
         )
         out = []
+        # The same call in the same scope (``self.assertEqual`` all over one test) resolves
+        # the same way: every lookup is a pure or memoised function of these four fields.
+        calls: dict[tuple, list[tuple[int, str, float]]] = {}
         for ref_id, fid, src, kind, name, key, receiver, line in refs:
             if kind == "call":
-                hit = self.resolve_ref_target(fid, src, name, receiver)
-                if hit is not None:
-                    out.append((ref_id, src, hit[0], "call", hit[1], CONFIDENCE[hit[1]], fid, line))
-                else:
-                    for dst, rule, conf in self._name_only(fid, key, receiver is not None):
-                        if dst != src:
-                            out.append((ref_id, src, dst, "call", rule, conf, fid, line))
+                targets = calls.get((src, name, key, receiver))
+                if targets is None:
+                    targets = calls[src, name, key, receiver] = self._call_targets(
+                        fid, src, name, key, receiver
+                    )
+                for dst, rule, conf in targets:
+                    out.append((ref_id, src, dst, "call", rule, conf, fid, line))
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
@@ -468,6 +484,15 @@ class Resolver:
                 if dst is not None and dst != src:
                     out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
         return out
+
+    def _call_targets(
+        self, fid: int, src: int, name: str, key: str, receiver: str | None
+    ) -> list[tuple[int, str, float]]:
+        """(target, rule, confidence) of a call: its resolution, else name-only guesses."""
+        hit = self.resolve_ref_target(fid, src, name, receiver)
+        if hit is not None:
+            return [(hit[0], hit[1], CONFIDENCE[hit[1]])]
+        return [t for t in self._name_only(fid, key, receiver is not None) if t[0] != src]
 
     def _import_target(
         self, fid: int, kind: str, local: str, orig: str, module: str | None

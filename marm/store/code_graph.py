@@ -342,10 +342,12 @@ class Writer:
             " VALUES (?,?,?,?,?,?,?)",
             self.imports,
         )
+        # the tree id is an int spelled into the statement: the rows go in as built,
+        # without a tuple per row to prepend it
         c.executemany(
             "INSERT INTO code_refs (id, tree_id, file_id, src_id, kind, name, key, receiver, line)"
-            " VALUES (?,?,?,?,?,?,?,?,?)",
-            ((r[0], tid, *r[1:]) for r in self.refs),
+            f" VALUES (?,{int(tid)},?,?,?,?,?,?,?)",
+            self.refs,
         )
         c.executemany(
             "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
@@ -589,8 +591,8 @@ def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Iterable[tuple]) -> 
     """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
     conn.executemany(
         "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
-        " VALUES (?,?,?,?,?,?,?,?,?)",
-        ((tree_id, *r) for r in rows),
+        f" VALUES ({int(tree_id)},?,?,?,?,?,?,?,?)",
+        rows,
     )
 
 
