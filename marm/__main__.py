@@ -1,8 +1,9 @@
 """``python -m marm`` and the ``marm`` console script.
 
-``marm hook ...`` goes straight to the hook runner, without building the CLI (typer
-and every op module): an agent waits on each hook, so it pays only for what it uses.
-``marm hook --help`` and everything else is the generated CLI.
+``marm hook ...`` goes straight to the hook runner, and a bare ``marm mcp`` straight to
+its op, without building the CLI (typer): an agent waits on each hook and on the
+server's start, so it pays only for what it uses. ``--help`` and everything else is
+the generated CLI.
 """
 
 import sys
@@ -14,9 +15,29 @@ def main() -> None:
         from marm.hooks.run import main as hook_main
 
         sys.exit(hook_main(args[1:]))
+    if args == ["mcp"]:
+        sys.exit(_serve())
     from marm.cli import main as cli_main
 
     cli_main()
+
+
+def _serve() -> int:
+    """Run the ``mcp`` op as the CLI would (its summary on stderr: stdout is the protocol)."""
+    from marm.errors import MarmError
+    from marm.ops.context import Ctx
+    from marm.ops.serve import mcp
+
+    ctx = Ctx(source="cli")
+    try:
+        result = mcp(ctx)
+    except MarmError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    finally:
+        ctx.close()
+    print(result.text(), file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ a large index is split over worker processes.
 from __future__ import annotations
 
 import posixpath
-from operator import itemgetter
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from marm.code.languages import LANGS, load
 

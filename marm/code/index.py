@@ -284,7 +284,7 @@ def _update(
     report.edges = len(rows)
     if full:
         code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
-        cols = list(zip(*rows)) or [()] * 8  # (ref, src, dst, kind, rule, confidence, ...)
+        cols = list(zip(*rows, strict=True)) or [()] * 8  # (ref, src, dst, kind, rule, confidence, ...)
         _rank(conn, tree_id, (cols[1], cols[2], cols[5]))
     else:
         code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
@@ -335,7 +335,7 @@ def _rank(
     several times faster than a list of tuples."""
     if columns is None:
         rows = code_graph.edge_weights(conn, tree_id)
-        src_ids, dst_ids, weights = zip(*rows) if rows else ((), (), ())
+        src_ids, dst_ids, weights = zip(*rows, strict=True) if rows else ((), (), ())
         columns = (src_ids, dst_ids, weights)
     n_edges = len(columns[0])
     if not n_edges:
