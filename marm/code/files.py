@@ -28,32 +28,24 @@ def repo_root(path: Path) -> Path:
     raise BadInput(f"{path} is not inside a git repository")
 
 
+def git(root: Path, *args: str, timeout: float = 120) -> bytes:
+    """Standard output of ``git -C root ARGS``; a git that cannot run, hangs or fails is a
+    one-line error (``Unavailable`` / ``BadInput``), never a traceback."""
+    try:
+        out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"cannot run git {args[0]} in {root}: {exc}") from None
+    if out.returncode != 0:
+        raise BadInput(f"git {args[0]} failed in {root}: {out.stderr.decode(errors='replace').strip()}")
+    return out.stdout
+
+
 def source_files(root: Path) -> list[tuple[str, str]]:
     """(path relative to ``root``, language) of every source file git knows or would add."""
-    try:
-        out = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(root),
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-            ],
-            capture_output=True,
-            timeout=120,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unavailable(f"cannot list the files of {root} with git: {exc}") from None
-    if out.returncode != 0:
-        raise BadInput(
-            f"git ls-files failed in {root}: {out.stderr.decode(errors='replace').strip()}"
-        )
+    listed = git(root, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
     seen = set()
     files = []
-    for raw in out.stdout.split(b"\0"):
+    for raw in listed.split(b"\0"):
         if not raw:
             continue
         path = raw.decode("utf-8", "surrogateescape")

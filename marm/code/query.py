@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import posixpath
 import re
-import subprocess
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from marm.errors import BadInput, NotFound, Unavailable
+from marm.code.files import git
+from marm.errors import BadInput, NotFound
 from marm.store import code_graph
 from marm.store.code_graph import SymbolRow
 
@@ -196,29 +196,10 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     """Lines of the work tree changed since ``ref`` (committed or not), per file."""
     if ref.startswith("-"):
         raise BadInput(f"not a git revision: {ref!r}")
-    try:
-        out = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(root),
-                "diff",
-                "--unified=0",
-                "--no-color",
-                "--no-ext-diff",
-                ref,
-                "--",
-            ],
-            capture_output=True,
-            timeout=60,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unavailable(f"cannot run git diff in {root}: {exc}") from None
-    if out.returncode != 0:
-        raise BadInput(f"git diff {ref} failed: {out.stderr.decode(errors='replace').strip()}")
+    diff = git(root, "diff", "--unified=0", "--no-color", "--no-ext-diff", ref, "--", timeout=60)
     files: dict[str, set[int]] = {}
     current: str | None = None
-    for line in out.stdout.decode("utf-8", "replace").splitlines():
+    for line in diff.decode("utf-8", "replace").splitlines():
         if line.startswith("+++ "):
             target = line[4:]
             current = target[2:] if target.startswith("b/") else None
@@ -229,12 +210,8 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
         elif current is not None and (m := _HUNK.match(line)):
             start, count = int(m.group(1)), int(m.group(2) or "1")
             files[current].update(range(start, start + max(count, 1)))
-    untracked = subprocess.run(
-        ["git", "-C", str(root), "ls-files", "-z", "--others", "--exclude-standard"],
-        capture_output=True,
-        timeout=60,
-    )
-    for raw in untracked.stdout.split(b"\0"):
+    untracked = git(root, "ls-files", "-z", "--others", "--exclude-standard", timeout=60)
+    for raw in untracked.split(b"\0"):
         if raw:
             files.setdefault(raw.decode("utf-8", "surrogateescape"), set()).add(1)
     return files
