@@ -32,7 +32,7 @@ class DrainResult:
                 lines.append(f"  {kind}: {k['done']} done, {k['failed']} failed"
                              f" ({k['parked']} parked), {k['left']} left")
         for name, s in self.sweeps.items():
-            lines.append(f"  {name}: {s}")
+            lines.append(f"  {name}: " + ", ".join(f"{k} {v}" for k, v in s.items()))
         return "\n".join(lines)
 
 
