@@ -10,10 +10,17 @@ score means the same thing across queries (hooks inject only above a threshold):
 - ``before`` / ``after``: the ``words`` score of the memory written just before / after
   it in the same session. A memory often answers the one before it (the question's
   words are there, not in the answer), or is explained by the one after it.
+- ``reply_words`` / ``reply_meaning``: when the memory just before asks a question
+  (it holds a "?"), that question's ``words`` and ``meaning`` scores. A question is
+  phrased like the query; the memory after it is where the answer is.
+- ``statement``: the memory is not a bare question (it does not end with "?"): a
+  question repeats the query's words but answers nothing.
 - ``names``: the share of the names the query mentions (capitalised words, code
   identifiers) that the memory contains verbatim, and ``lead``: the share it names in
-  its first characters, where a memory says who or what it is about ("Ana: ...",
-  "PaymentService: ..."). Names are matched here, exactly. Common names (in more
+  its label, where a memory says who or what it is about ("Ana: ...",
+  "PaymentService: ...": the text before a colon in its first characters; without
+  one, the first characters). A name in the label is what the memory is about; a
+  name later on ("Thanks, Ana!") is often only who it talks to. Names are matched here, exactly. Common names (in more
   than ``COMMON_NAME`` of the memories in scope: the user, a teammate, the project) are left
   out of the ``words`` and ``meaning`` parts: such a name may be rare in the store
   but on every memory of a project, and would swamp BM25, and it pulls a small
@@ -25,8 +32,9 @@ score means the same thing across queries (hooks inject only above a threshold):
   (a date, a weekday, "last week", ...).
 - ``recency``: a small term that halves every 90 days of validity age.
 
-Candidates are the best word matches, the best vector matches and the session
-neighbours of the best word matches; the weighted sum ranks them. The weights were
+Candidates are the best word matches, the best vector matches, the session
+neighbours of the best word matches and the replies to the questions among both;
+the weighted sum ranks them. The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
 nothing in them is specific to it.
 """
@@ -50,15 +58,18 @@ from marm.store.records import Hit
 class Weights:
     """Weights of the score's parts; they sum to 1, so the score lies in [0, 1]."""
 
-    meaning: float = 0.29
-    words: float = 0.15
-    before: float = 0.07
-    after: float = 0.07
-    names: float = 0.07
-    lead: float = 0.07
-    time: float = 0.20
-    when: float = 0.05
-    recency: float = 0.03
+    meaning: float = 0.25
+    words: float = 0.13
+    before: float = 0.06
+    after: float = 0.06
+    reply_words: float = 0.08
+    reply_meaning: float = 0.04
+    statement: float = 0.03
+    names: float = 0.06
+    lead: float = 0.06
+    time: float = 0.17
+    when: float = 0.04
+    recency: float = 0.02
 
 
 WEIGHTS = Weights()
@@ -75,8 +86,9 @@ STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 RELATIVE_FLOOR = 0.3
 #: A name in more than this share of the memories is common (see ``common_names``).
 COMMON_NAME = 0.05
-#: Characters at the start of a memory where a name counts as what it is about.
+#: Characters at the start of a memory where its label ("Ana:", "DECISION:") is looked for.
 LEAD_CHARS = 40
+_LABEL = re.compile(rf"\s*([^:\n]{{1,{LEAD_CHARS}}}):")
 
 _NAME = re.compile(r"\b(?:[A-Z][\w-]*[a-z0-9][\w-]*|[A-Za-z]+_[\w]+|[a-z]+[A-Z]\w*)\b")
 _QUESTION_WORDS = frozenset(
@@ -123,6 +135,16 @@ def _name_share(names: list[str], content: str) -> float:
         return 0.0
     found = sum(1 for n in names if re.search(rf"(?<!\w){re.escape(n)}(?!\w)", content))
     return found / len(names)
+
+
+def lead_of(content: str) -> str:
+    """What a memory says it is about: its label ("Ana: ..." -> "Ana"), else its start."""
+    label = _LABEL.match(content)
+    return label.group(1) if label else content[:LEAD_CHARS]
+
+
+def _statement(content: str) -> float:
+    return 0.0 if content.rstrip().endswith("?") else 1.0
 
 
 def _recency(stamp: str, now: datetime) -> float:
@@ -208,25 +230,30 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
         return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
-    # Context credit flows from a word match to its session neighbours: the memory after
-    # a match gets the match's words score as ``before``, the memory before it as ``after``.
-    prev_of, next_of = vectors.session_neighbours(store, words)
+    # Context credit flows from a match to its session neighbours: the memory after a
+    # word match gets the match's words score as ``before``, the memory before it as
+    # ``after``; the memory after a matching question gets the question's scores.
+    prev_of, next_of = vectors.session_neighbours(store, set(words) | set(top))
     before = {next_of[p]: words[p] for p in words if p in next_of}
     after = {prev_of[q]: words[q] for q in words if q in prev_of}
+    replies = {next_of[p]: p for p in vectors.asking(store, next_of)}
     spans = dates.intervals(query)
-    candidates = set(top) | set(words) | set(before) | set(after)
+    candidates = set(top) | set(words) | set(before) | set(after) | set(replies)
     for start, end in spans:
         candidates.update(vectors.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
-    sims = {**meaning.of([c for c in candidates if c not in top]), **top}
+    sims = {**meaning.of([c for c in candidates | set(replies.values()) if c not in top]), **top}
 
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
     base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
             + weights.before * before.get(mid, 0.0) + weights.after * after.get(mid, 0.0)
             for mid in candidates}
+    for mid, question in replies.items():
+        base[mid] += (weights.reply_words * words.get(question, 0.0)
+                      + weights.reply_meaning * max(0.0, sims.get(question, 0.0)))
     when = dates.asks_when(query)
-    reach = weights.recency + (weights.names + weights.lead if names else 0.0) + (
+    reach = weights.recency + weights.statement + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
     ordered = sorted(base, key=base.__getitem__, reverse=True)
     floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
@@ -239,7 +266,8 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         score = (
             base[mid]
             + weights.names * _name_share(names, content)
-            + weights.lead * _name_share(names, content[:LEAD_CHARS])
+            + weights.lead * _name_share(names, lead_of(content))
+            + weights.statement * _statement(content)
             + weights.time * dates.closeness(stamp, spans)
             + (weights.when if when and dates.says_when(content) else 0.0)
             + weights.recency * _recency(stamp, now)

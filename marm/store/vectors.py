@@ -256,6 +256,18 @@ def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[in
     return before, after
 
 
+def asking(store: Store, memory_ids: Iterable[int]) -> set[int]:
+    """The memories among ``memory_ids`` that ask something (their text holds a "?")."""
+    ids = list(dict.fromkeys(int(i) for i in memory_ids))
+    out: set[int] = set()
+    for start in range(0, len(ids), 500):
+        part = ids[start : start + 500]
+        out.update(r[0] for r in store.conn.execute(
+            f"SELECT id FROM memories NOT INDEXED WHERE id IN ({','.join('?' * len(part))})"
+            " AND instr(content, '?') > 0", part))
+    return out
+
+
 def visible(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, Any]:
     """The memories among ``memory_ids`` that ``flt`` (a ``memories.Filter``) lets a recall see."""
     from marm.store.memories import COLUMNS, to_memory

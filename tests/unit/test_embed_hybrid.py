@@ -158,3 +158,33 @@ def test_a_rare_name_counts_as_a_word_and_a_common_one_does_not(ctx, monkeypatch
     assert hybrid.common_names(store, _filter(ctx, project="q"), ["Ana", "Coco"]) == ["Coco"]
     got = [h.memory.id for h in recall.run(store, "When did Ana get Coco?", _filter(ctx), 5, "hybrid").hits]
     assert got[0] == coco and set(got[1:]) <= set(chatter) and not set(got) & set(elsewhere)
+
+
+def test_the_reply_to_a_matching_question_is_found(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    write_memory(ctx, "Bo: the cron job runs nightly at two", project="p", session="s")
+    write_memory(ctx, "Bo: how do we stop the cron job from running twice?", project="p", session="s")
+    answer = write_memory(ctx, "Ana: a flock around the script does it", project="p", session="s").id
+    for i in range(8):
+        write_memory(ctx, f"Bo: cron job schedule note {i} for the nightly export", project="p", session="t")
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store, query = ctx.store(), "How do we stop the cron job running twice?"
+    # The answer shares no word with the query; its question does.
+    plain = hybrid.Weights(reply_words=0.0, reply_meaning=0.0, meaning=0.37)
+    without = [h.memory.id for h in hybrid.search(store, ctx.home, fake, query, _filter(ctx), 3,
+                                                   weights=plain)]
+    got = [h.memory.id for h in recall.run(store, query, _filter(ctx), 3, "hybrid").hits]
+    assert answer in got and answer not in without and len(without) == 3
+
+
+def test_a_name_in_the_label_says_who_the_memory_is_about(ctx, monkeypatch):
+    use_fake(monkeypatch, ctx)
+    _seed(ctx)
+    thanks = write_memory(ctx, "Ana: Bo, thanks for the fix to the deploy script", project="p").id
+    own = write_memory(ctx, "Bo: fixed the deploy script", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    assert hybrid.lead_of("Bo: fixed it") == "Bo" and hybrid.lead_of("no label here") == "no label here"
+    got = [h.memory.id for h in recall.run(ctx.store(), "What did Bo fix in the deploy script?",
+                                           _filter(ctx), 5, "hybrid").hits]
+    assert got[:2] == [own, thanks]
