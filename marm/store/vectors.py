@@ -332,9 +332,10 @@ def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> l
 def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tuple[int, float]]:
     """(memory id, -bm25) of the best word matches: the BM25 lane without building records.
 
-    FTS5 ranks its matches first (``ORDER BY rank`` inside the index is the cheap way),
-    and only the best few times ``limit`` are joined to the filter; if the filter
-    leaves too few of them (most matches in other projects), the full join runs.
+    FTS5 ranks its matches first, and only the best few times ``limit`` are joined to
+    the filter; if the filter leaves too few of them (most matches in other projects),
+    the full join runs. ``bm25()`` is ``rank`` without FTS5's sorter statement, which
+    costs a third more per match (a common word matches tens of thousands of rows).
     """
     import sqlite3
 
@@ -342,7 +343,7 @@ def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tup
     inner = limit * 4
     try:
         rows = store.conn.execute(
-            f"SELECT m.id, f.rank FROM (SELECT rowid, rank FROM memories_fts"
+            f"SELECT m.id, f.rank FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts"
             f" WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f"
             f" JOIN memories m NOT INDEXED ON m.id = f.rowid WHERE {where} ORDER BY f.rank LIMIT ?",
             [fts_query, inner, *args, limit]).fetchall()
