@@ -163,7 +163,10 @@ class Meaning:
 
         self.np = np
         q = encoder.embed([query])[0]
-        self.parts = [(ids, matrix @ q) for ids, matrix in
+        # ``vecdot``, not ``matrix @ q``: BLAS runs a matrix-vector product on every core,
+        # and on a busy machine its threads wait for each other (100k vectors: 16 ms
+        # against 11 ms on one core) and then spin, taking CPU from the rest of the query.
+        self.parts = [(ids, np.vecdot(matrix, q)) for ids, matrix in
                       _parts(store, home, encoder.model, encoder.dim, flt)]
         if flt.session is not None or flt.kind is not None or flt.as_of is not None:
             allowed = np.asarray(vectors.allowed_ids(store, flt), dtype=np.int64)

@@ -279,8 +279,11 @@ def allowed_ids(store: Store, flt: Any) -> list[int]:
 
 
 def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-    """(memories indexed, {term: memories containing it}) from the word index, for IDF."""
-    total = int(store.conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    """(memories indexed, {term: memories containing it}) from the word index, for IDF.
+
+    The total counts the index's one-row-per-memory size table: counting ``memories``
+    walks a whole index (milliseconds at 100k), the small rowid table does not."""
+    total = int(store.conn.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0])
     counts: dict[str, int] = {}
     for term in terms:
         phrase = '"' + term.replace('"', '""') + '"'
