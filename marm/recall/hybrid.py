@@ -135,13 +135,13 @@ def _recency(stamp: str, now: datetime) -> float:
 
 def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, float]:
     """{id: words score in [0, 1]} for the best BM25 matches of ``query``."""
-    expression = lexical.fts_query(query)
-    if expression is None:
+    terms = lexical.words(query)
+    if not terms:
         return {}
-    found = vectors.word_matches(store, expression, flt, limit)
+    total, df = vectors.word_stats(store, terms)
+    found = vectors.word_matches(store, terms, flt, limit, (total, df))
     if not found:
         return {}
-    total, df = vectors.word_stats(store, lexical.words(query))
     ceiling = sum(max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in df.values() if n) or 1.0
     return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
 

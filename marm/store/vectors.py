@@ -19,6 +19,7 @@ the float32 matrix, memory-mapped on read. The files are derived and disposable:
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import struct
 from collections.abc import Iterable, Sequence
@@ -286,9 +287,8 @@ def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]
     total = int(store.conn.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0])
     counts: dict[str, int] = {}
     for term in terms:
-        phrase = '"' + term.replace('"', '""') + '"'
         counts[term] = int(store.conn.execute(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase,)).fetchone()[0])
+            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (_phrase(term),)).fetchone()[0])
     return total, counts
 
 
@@ -300,10 +300,9 @@ def common_terms(store: Store, flt: Any, terms: Sequence[str], share: float) -> 
     bound = int(share * total)
     out: list[str] = []
     for term in terms:
-        phrase = '"' + term.replace('"', '""') + '"'
         n = store.conn.execute(
             f"SELECT count(*) FROM (SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} LIMIT ?)", [phrase, *args, bound + 1]).fetchone()[0]
+            f" WHERE memories_fts MATCH ? AND {where} LIMIT ?)", [_phrase(term), *args, bound + 1]).fetchone()[0]
         if n > bound:
             out.append(term)
     return out
@@ -332,32 +331,103 @@ def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> l
         [start, end, *args, limit])]
 
 
-def word_matches(store: Store, fts_query: str, flt: Any, limit: int) -> list[tuple[int, float]]:
-    """(memory id, -bm25) of the best word matches: the BM25 lane without building records.
+#: FTS5's bm25 k1: one term adds less than ``(k1 + 1) * idf`` to a memory's score.
+BM25_K1 = 1.2
 
-    FTS5 ranks its matches first, and only the best few times ``limit`` are joined to
-    the filter; if the filter leaves too few of them (most matches in other projects),
-    the full join runs. ``bm25()`` is ``rank`` without FTS5's sorter statement, which
-    costs a third more per match (a common word matches tens of thousands of rows).
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _idf(total: int, n: int) -> float:
+    """A term's IDF as FTS5's bm25 computes it."""
+    return max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+
+
+def _common(terms: Sequence[str], total: int, df: dict[str, int], inner: int) -> list[str]:
+    """The most common ``terms`` that are worth ranking without (see ``_best_matches``).
+
+    Their summed bound must stay below an estimate of the ``inner``-th best score: what
+    a memory holding each rarer term once at average length scores (the sum of their
+    IDFs), but no more than ``log(total / inner)``, above which fewer than ``inner``
+    memories would hold such terms if words were independent. A wrong guess costs a
+    second ranking, never a wrong answer. Only terms in more than ``inner`` memories
+    are worth it, and the rarer terms must be in at least ``inner`` memories.
+    """
+    ranked = sorted((t for t in terms if df.get(t, 0) > inner), key=lambda t: -df[t])
+    rest = sum(_idf(total, df[t]) for t in terms if df.get(t, 0))
+    ceiling = math.log(max(1.0, total / inner))
+    common: list[str] = []
+    bound = 0.0
+    for term in ranked:
+        idf = _idf(total, df[term])
+        if (bound + (BM25_K1 + 1) * idf >= min(rest - idf, ceiling)
+                or sum(df.get(t, 0) for t in terms if t not in common and t != term) < inner):
+            break
+        common.append(term)
+        bound += (BM25_K1 + 1) * idf
+        rest -= idf
+    return common
+
+
+def _best_matches(store: Store, terms: Sequence[str], total: int, df: dict[str, int],
+                  inner: int) -> list[tuple[int, float]]:
+    """The ``inner`` best ``(rowid, bm25)`` matches of the OR of ``terms`` in the whole index.
+
+    FTS5 computes bm25 for every match (about a microsecond each; a common word is in
+    tens of thousands of memories at 100k). bm25 is a sum of one part per term, each
+    below ``(k1 + 1) * idf``, so a memory holding only common terms C scores below the
+    sum of their bounds. The memories holding a rarer term are ranked first, in two
+    queries (with C and without it) whose bm25 is the full query's: the same phrases,
+    and an absent phrase adds nothing. When ``inner`` of them score above C's bound, no
+    memory with only C can enter the list and it is exact; otherwise the full query runs.
+    ``bm25()`` rather than ``rank``: FTS5's sorter statement costs a third more a match.
+    """
+    sql = ("SELECT rowid, bm25(memories_fts) AS r FROM memories_fts WHERE memories_fts MATCH ?"
+           " ORDER BY r LIMIT ?")
+    common = _common(terms, total, df, inner)
+    if common:
+        rare = " OR ".join(_phrase(t) for t in terms if t not in common)
+        some = " OR ".join(_phrase(t) for t in common)
+        rows = sorted([*store.conn.execute(sql, (f"({rare}) AND ({some})", inner)),
+                       *store.conn.execute(sql, (f"({rare}) NOT ({some})", inner))], key=lambda r: r[1])
+        bound = sum((BM25_K1 + 1) * _idf(total, df[t]) for t in common)
+        if len(rows) >= inner and -rows[inner - 1][1] > bound * (1 + 1e-9):
+            return rows[:inner]
+    return store.conn.execute(sql, (" OR ".join(_phrase(t) for t in terms), inner)).fetchall()
+
+
+def word_matches(store: Store, terms: Sequence[str], flt: Any, limit: int,
+                 stats: tuple[int, dict[str, int]] | None = None) -> list[tuple[int, float]]:
+    """(memory id, -bm25) of the best matches of any of ``terms``: the BM25 lane without
+    building records. ``stats`` is ``word_stats(store, terms)`` if the caller has it.
+
+    FTS5 ranks its matches first (``_best_matches``), and only the best few times
+    ``limit`` are joined to the filter; if the filter leaves too few of them (most
+    matches in other projects), the full join runs.
     """
     import sqlite3
 
+    if not terms:
+        return []
+    total, df = stats or word_stats(store, terms)
     where, args = flt.where()
     inner = limit * 4
+    expression = " OR ".join(_phrase(t) for t in terms)
     try:
-        rows = store.conn.execute(
-            f"SELECT m.id, f.rank FROM (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts"
-            f" WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) f"
-            f" JOIN memories m NOT INDEXED ON m.id = f.rowid WHERE {where} ORDER BY f.rank LIMIT ?",
-            [fts_query, inner, *args, limit]).fetchall()
+        best = _best_matches(store, terms, total, df, inner)
+        seen = {r[0] for r in store.conn.execute(
+            f"SELECT m.id FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(best))}) AND {where}",
+            [*(r[0] for r in best), *args])} if best else set()
+        rows = [r for r in best if r[0] in seen][:limit]
         if len(rows) < limit and store.conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (fts_query,)
+                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expression,)
         ).fetchone()[0] > inner:
             rows = store.conn.execute(
                 f"SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts"
                 f" JOIN memories m ON m.id = memories_fts.rowid"
                 f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-                [fts_query, *args, limit]).fetchall()
+                [expression, *args, limit]).fetchall()
     except sqlite3.OperationalError:
         return []
     return [(r[0], -float(r[1])) for r in rows]

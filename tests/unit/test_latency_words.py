@@ -1,0 +1,85 @@
+"""The BM25 lane ranks without its most common words only when that cannot change the answer."""
+
+from __future__ import annotations
+
+import random
+
+from marm.store import memories, vectors
+from marm.store.memories import Filter
+from marm.text import content_hash
+
+FILLER = "alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike".split()
+
+
+def _fill(store, notes: list[str], project: str = "p") -> None:
+    with store.write():
+        for text in notes:
+            memories.insert(store, content=text, content_hash=content_hash(text), kind="note",
+                            session=None, project=project)
+
+
+def _full(store, terms: list[str], limit: int) -> list[tuple[int, float]]:
+    """The plain query: FTS5 ranks every match of the OR of all terms."""
+    expression = " OR ".join(f'"{t}"' for t in terms)
+    return [(r[0], -r[1]) for r in store.conn.execute(
+        "SELECT rowid, bm25(memories_fts) AS r FROM memories_fts WHERE memories_fts MATCH ?"
+        " ORDER BY r LIMIT ?", (expression, limit))]
+
+
+def _ranked(store, run) -> tuple[list[tuple[int, float]], list[str]]:
+    """``run()``'s result and the FTS expressions it had FTS5 rank (statements traced)."""
+    statements: list[str] = []
+    store.conn.set_trace_callback(statements.append)
+    try:
+        got = run()
+    finally:
+        store.conn.set_trace_callback(None)
+    return got, [s.split("MATCH '", 1)[1].split("' ORDER BY")[0] for s in statements if "bm25(" in s]
+
+
+def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
+    assert [round(s, 9) for _, s in got] == [round(s, 9) for _, s in want]
+    # ids agree except among memories tied on the last score (either may take the last place)
+    last = want[-1][1]
+    assert {m for m, s in want if s > last + 1e-9} <= {m for m, _ in got}
+
+
+def test_common_words_are_left_out_of_ranking_and_the_answer_is_unchanged(ctx):
+    store = ctx.store()
+    rng = random.Random(1)
+    notes = []
+    for i in range(400):
+        words = rng.sample(FILLER, 4)
+        if i % 4 != 3:
+            words.append("deploy")  # in three quarters of the memories: common
+        if i % 5 == 0:
+            words.append("rollback")
+        if i % 7 == 0:
+            words.append("canary")
+        notes.append(" ".join(words) + f" step{i}")
+    _fill(store, notes)
+    terms = ["deploy", "rollback", "canary"]
+    total, df = vectors.word_stats(store, terms)
+    assert vectors._common(terms, total, df, 40) == ["deploy"]
+    assert df["deploy"] == 300 and df["rollback"] + df["canary"] < 300 - 40  # fewer rows ranked
+    got, ranked = _ranked(store, lambda: vectors.word_matches(store, terms, Filter(project="p"), 10))
+    assert ranked == ['("rollback" OR "canary") AND ("deploy")', '("rollback" OR "canary") NOT ("deploy")']
+    _same(got, _full(store, terms, 10))
+    assert all("rollback" in notes[m - 1] or "canary" in notes[m - 1] for m, _ in got)
+
+
+def test_a_wrong_guess_falls_back_to_ranking_every_match(ctx):
+    """Long memories holding the rare word score below short ones holding only the common
+    word: the bound does not hold, and the plain ranking must answer."""
+    store = ctx.store()
+    notes = [("rollback " + " ".join(FILLER * 5)) + f" n{i}" for i in range(45)]
+    notes += [f"deploy {FILLER[i % len(FILLER)]} m{i}" for i in range(130)]
+    notes += [f"{FILLER[i % len(FILLER)]} {FILLER[(i + 3) % len(FILLER)]} o{i}" for i in range(225)]
+    _fill(store, notes)
+    terms = ["deploy", "rollback"]
+    total, df = vectors.word_stats(store, terms)
+    assert vectors._common(terms, total, df, 40) == ["deploy"]  # the guess is tried ...
+    got, ranked = _ranked(store, lambda: vectors.word_matches(store, terms, Filter(project="p"), 10))
+    assert len(ranked) == 3 and ranked[-1] == '"deploy" OR "rollback"'  # found wanting: all ranked
+    _same(got, _full(store, terms, 10))
+    assert all(notes[m - 1].startswith("deploy") for m, _ in got)  # and the short ones win
