@@ -280,16 +280,27 @@ def allowed_ids(store: Store, flt: Any) -> list[int]:
 
 
 def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-    """(memories indexed, {term: memories containing it}) from the word index, for IDF.
-
-    The total counts the index's one-row-per-memory size table: counting ``memories``
-    walks a whole index (milliseconds at 100k), the small rowid table does not."""
-    total = int(store.conn.execute("SELECT count(*) FROM memories_fts_docsize").fetchone()[0])
+    """(memories indexed, {term: memories containing it}) from the word index, for IDF."""
     counts: dict[str, int] = {}
     for term in terms:
         counts[term] = int(store.conn.execute(
             "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (_phrase(term),)).fetchone()[0])
-    return total, counts
+    return indexed(store), counts
+
+
+def indexed(store: Store) -> int:
+    """How many memories the word index holds: FTS5's own count, the first varint of its
+    averages record (row 1 of its data table), which bm25's IDF uses too. One row read;
+    counting ``memories`` walks a whole index (milliseconds at 100k memories)."""
+    row = store.conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
+    value = 0
+    for i, byte in enumerate(bytes(row[0])[:9] if row and row[0] else b""):
+        if i == 8:  # SQLite varint: seven bits a byte, high bit set = more; a ninth byte is whole
+            return (value << 8) | byte
+        value = (value << 7) | (byte & 0x7F)
+        if byte < 0x80:
+            return value
+    return value
 
 
 def common_terms(store: Store, flt: Any, terms: Sequence[str], share: float) -> list[str]:
@@ -416,10 +427,16 @@ def word_matches(store: Store, terms: Sequence[str], flt: Any, limit: int,
     expression = " OR ".join(_phrase(t) for t in terms)
     try:
         best = _best_matches(store, terms, total, df, inner)
-        seen = {r[0] for r in store.conn.execute(
-            f"SELECT m.id FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(best))}) AND {where}",
-            [*(r[0] for r in best), *args])} if best else set()
-        rows = [r for r in best if r[0] in seen][:limit]
+        rows: list[Any] = []
+        for start in range(0, len(best), limit):  # best first: usually one look-up of ``limit``
+            part = best[start : start + limit]
+            seen = {r[0] for r in store.conn.execute(
+                f"SELECT m.id FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(part))})"
+                f" AND {where}", [*(r[0] for r in part), *args])}
+            rows.extend(r for r in part if r[0] in seen)
+            if len(rows) >= limit:
+                break
+        rows = rows[:limit]
         if len(rows) < limit and store.conn.execute(
                 "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expression,)
         ).fetchone()[0] > inner:

@@ -83,3 +83,14 @@ def test_a_wrong_guess_falls_back_to_ranking_every_match(ctx):
     assert len(ranked) == 3 and ranked[-1] == '"deploy" OR "rollback"'  # found wanting: all ranked
     _same(got, _full(store, terms, 10))
     assert all(notes[m - 1].startswith("deploy") for m, _ in got)  # and the short ones win
+
+
+def test_the_indexed_count_is_the_number_of_memories(ctx):
+    store = ctx.store()
+    assert vectors.indexed(store) == 0
+    _fill(store, [f"note number {i}" for i in range(300)])  # 300 needs a two-byte varint
+    with store.write():
+        for mid in (5, 17, 200):
+            memories.delete(store, mid)
+    assert vectors.indexed(store) == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert vectors.word_stats(store, ["note", "number", "absent"]) == (297, {"note": 297, "number": 297, "absent": 0})
