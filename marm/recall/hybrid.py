@@ -150,7 +150,7 @@ _WORKER: Any = None
 
 
 def _worker() -> Any:
-    """The process's thread for query embedding and vector scans (started on first use)."""
+    """The process's threads for query embeddings and vector scans (started on first use)."""
     global _WORKER
     if _WORKER is None:
         from concurrent.futures import ThreadPoolExecutor

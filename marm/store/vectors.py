@@ -367,12 +367,12 @@ def _common(terms: Sequence[str], total: int, df: dict[str, int], inner: int) ->
     """
     ranked = sorted((t for t in terms if df.get(t, 0) > inner), key=lambda t: -df[t])
     rest = sum(_idf(total, df[t]) for t in terms if df.get(t, 0))
-    ceiling = math.log(max(1.0, total / inner))
+    cap = math.log(max(1.0, total / inner))
     common: list[str] = []
     bound = 0.0
     for term in ranked:
         idf = _idf(total, df[term])
-        if (bound + (BM25_K1 + 1) * idf >= min(rest - idf, ceiling)
+        if (bound + (BM25_K1 + 1) * idf >= min(rest - idf, cap)
                 or sum(df.get(t, 0) for t in terms if t not in common and t != term) < inner):
             break
         common.append(term)
