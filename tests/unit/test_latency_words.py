@@ -94,3 +94,35 @@ def test_the_indexed_count_is_the_number_of_memories(ctx):
             memories.delete(store, mid)
     assert vectors.indexed(store) == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     assert vectors.word_stats(store, ["note", "number", "absent"]) == (297, {"note": 297, "number": 297, "absent": 0})
+
+
+def _common_by_counting_everything(store, flt, terms, share):
+    """The definition: count the scope, then each term's matches in it."""
+    where, args = flt.where()
+    total = store.conn.execute(f"SELECT count(*) FROM memories m WHERE {where}", args).fetchone()[0]
+    out = []
+    for term in terms:
+        n = store.conn.execute(f"SELECT count(*) FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+                               f" WHERE memories_fts MATCH ? AND {where}", [f'"{term}"', *args]).fetchone()[0]
+        if n > int(share * total):
+            out.append(term)
+    return out
+
+
+def test_common_terms_count_only_what_the_answer_needs_and_agree_with_the_definition(ctx):
+    store = ctx.store()
+    rng = random.Random(3)
+    names = {"ana": 0.5, "ben": 0.06, "coco": 0.04, "dora": 0.01, "eve": 0.0}
+    for project, size in (("p", 300), ("q", 120), (None, 30)):
+        notes = [" ".join([*rng.sample(FILLER, 3), *(n for n, p in names.items() if rng.random() < p)])
+                 for _ in range(size)]
+        _fill(store, notes, project=project)
+    _fill(store, ["ben ben ben"] * 40, project="q")  # common in q, and so in the whole store
+    terms = list(names)
+    checked = 0
+    for flt in (Filter(project="p"), Filter(project="q"), Filter(project=None), Filter(all_projects=True)):
+        for share in (0.01, 0.05, 0.2, 0.45):
+            want = _common_by_counting_everything(store, flt, terms, share)
+            assert vectors.common_terms(store, flt, terms, share) == want
+            checked += bool(want) and len(want) < len(terms) - 1
+    assert checked >= 4  # the cases separate common from rare names, not all one way
