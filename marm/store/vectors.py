@@ -343,10 +343,12 @@ def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
 
 def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> list[int]:
     """Ids of memories in ``flt`` whose validity time (valid_from, else recorded_at) lies
-    in [start, end): candidates for a query that names a date."""
+    in [start, end): candidates for a query that names a date. (``INDEXED BY``: the
+    planner otherwise walks the scope index over every memory of the project.)"""
     where, args = flt.where()
     return [r[0] for r in store.conn.execute(
-        f"SELECT m.id FROM memories m WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
+        f"SELECT m.id FROM memories m INDEXED BY memories_validity"
+        f" WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
         f" AND coalesce(m.valid_from, m.recorded_at) < ? AND {where} ORDER BY m.id DESC LIMIT ?",
         [start, end, *args, limit])]
 
