@@ -172,27 +172,45 @@ def write_matrix(path: Path, header: dict[str, Any], ids: Any, matrix: Any) -> N
     os.replace(tmp, path)
 
 
+#: Matrix files this process has mapped: {path: (file identity, what ``read_matrix`` read)}.
+#: A file is only ever replaced whole (``write_matrix`` renames a new one over it), so a
+#: file with the same device, inode, size and mtime is the same file.
+_MAPPED: dict[Path, tuple[tuple[int, ...], tuple[dict[str, Any], Any, Any]]] = {}
+
+
 def read_matrix(path: Path) -> tuple[dict[str, Any], Any, Any] | None:
-    """(header, ids, memory-mapped matrix) of a matrix file, or None if absent or damaged."""
+    """(header, ids, memory-mapped matrix) of a matrix file, or None if absent or damaged.
+
+    Mapped once per process and file (a process answering many recalls would otherwise
+    re-read the header and re-map the file on each), from the opened file itself, so a
+    file renamed over it meanwhile cannot be mixed in.
+    """
     import numpy as np
 
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+            cached = _MAPPED.get(path)
+            if cached is not None and cached[0] == key:
+                return cached[1]
             magic, length = _HEAD.unpack(f.read(_HEAD.size))
-            if magic != MAGIC:
+            if magic != MAGIC or length > st.st_size:  # a damaged length must not read gigabytes
                 return None
             header = orjson.loads(f.read(length))
-        n, dim = int(header["count"]), int(header["dim"])
-        body_at = -(-(_HEAD.size + length) // _ALIGN) * _ALIGN
-        if path.stat().st_size != body_at + n * 8 + n * dim * 4:
-            return None
-        if n == 0:
-            return header, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32)
-        ids = np.memmap(path, dtype="<i8", mode="r", offset=body_at, shape=(n,))
-        matrix = np.memmap(path, dtype="<f4", mode="r", offset=body_at + n * 8, shape=(n, dim))
-        return header, ids, matrix
+            n, dim = int(header["count"]), int(header["dim"])
+            body_at = -(-(_HEAD.size + length) // _ALIGN) * _ALIGN
+            if st.st_size != body_at + n * 8 + n * dim * 4:
+                return None
+            if n == 0:
+                found = (header, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32))
+            else:
+                found = (header, np.memmap(f, dtype="<i8", mode="r", offset=body_at, shape=(n,)),
+                         np.memmap(f, dtype="<f4", mode="r", offset=body_at + n * 8, shape=(n, dim)))
     except (OSError, ValueError, KeyError, struct.error):
         return None
+    _MAPPED[path] = (key, found)
+    return found
 
 
 def rebuild(store: Store, home: Path, model: str, project: str | None) -> tuple[Any, Any]:
