@@ -224,8 +224,16 @@ def m001_initial(conn: sqlite3.Connection) -> None:
     )
 
 
+def m002_validity_index(conn: sqlite3.Connection) -> None:
+    """An index on a memory's validity time (``valid_from``, else ``recorded_at``), which
+    a recall naming a date filters on: without it that filter read every memory in
+    scope (50-100 ms at 100k memories)."""
+    _run(conn, "CREATE INDEX memories_validity ON memories(coalesce(valid_from, recorded_at), project, status);")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
+    m002_validity_index,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

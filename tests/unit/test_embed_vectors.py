@@ -92,7 +92,6 @@ def test_a_deleted_memory_loses_its_vectors(ctx, monkeypatch):
 
 
 def test_word_matches_fall_back_when_other_projects_hold_the_best_matches(ctx):
-    from marm.recall import lexical
     from marm.store.memories import Filter
 
     store = ctx.store()
@@ -100,7 +99,7 @@ def test_word_matches_fall_back_when_other_projects_hold_the_best_matches(ctx):
         write_memory(ctx, f"deploy deploy deploy step {i}", project="q")
     mine = write_memory(ctx, "a long note that mentions the deploy only once among many other words",
                         project="p").id
-    got = vectors.word_matches(store, lexical.fts_query("deploy"), Filter(project="p"), 10)
+    got = vectors.word_matches(store, ["deploy"], Filter(project="p"), 10)
     assert [mid for mid, _ in got] == [mine]
 
 
