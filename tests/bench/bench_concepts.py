@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -143,6 +144,7 @@ def drain_end_to_end(texts: list[str]) -> dict:
     summary = drain_engine.run(ctx, kinds=["concepts"], sweeps=False, max_seconds=3600)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     ctx.close()
+    shutil.rmtree(home, ignore_errors=True)
     done = summary.kinds["concepts"].done
     return {
         "home": home,

@@ -87,7 +87,11 @@ def build(home: Path, n: int, seed: int = 7) -> None:
 
 def drain_rate(n: int) -> float:
     """Memories/s of a real embedding drain, in a child process pinned to one core."""
-    home = Path(tempfile.mkdtemp(prefix="marm-bench-drain-"))
+    with tempfile.TemporaryDirectory(prefix="marm-bench-drain-") as tmp:
+        return _drain_rate(Path(tmp), n)
+
+
+def _drain_rate(home: Path, n: int) -> float:
     code = f"""
 import os, sys, time, random
 sys.path.insert(0, {str(ROOT)!r})
@@ -182,27 +186,34 @@ def main() -> int:
 
     results: dict[str, float] = {"drain_memories_per_s": round(rate, 1)}
     for n in (10_000, 100_000):
-        home = Path(tempfile.mkdtemp(prefix=f"marm-bench-{n}-"))
-        t = time.perf_counter()
-        build(home, n)
-        print(f"\n{n:,} memories: built in {time.perf_counter() - t:.0f}s")
-        load = matrix_load(home, 5)
-        print(f"  matrix file cold load + scan (fresh process): {load * 1000:.1f} ms median")
-        results[f"matrix_load_ms_{n // 1000}k"] = round(load * 1000, 1)
-        if n == 10_000:
-            walls = cold_recall(home, args.cold_runs)
-            med = statistics.median(walls)
-            print(f"  cold `marm recall --mode hybrid`: median {med:.2f}s over {len(walls)} runs "
-                  f"(min {min(walls):.2f}s, max {max(walls):.2f}s)")
-            results["cold_recall_s_10k"] = round(med, 3)
-        p50, p95 = in_process(home, args.rounds)
-        print(f"  in-process hybrid recall: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms "
-              f"over {args.rounds} queries")
-        results[f"p50_ms_{n // 1000}k"] = round(p50 * 1000, 2)
-        results[f"p95_ms_{n // 1000}k"] = round(p95 * 1000, 2)
+        with tempfile.TemporaryDirectory(prefix=f"marm-bench-{n}-") as tmp:
+            results.update(measure(Path(tmp), n, args))
     print("\ntargets: cold <= 1.0 s; p50 <= 15 ms at 10k, <= 60 ms at 100k; drain >= 80 memories/s")
     print(json.dumps(results))
     return 0
+
+
+def measure(home: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
+    """Figures for one store size (the store is built in ``home`` and left to the caller)."""
+    results: dict[str, float] = {}
+    t = time.perf_counter()
+    build(home, n)
+    print(f"\n{n:,} memories: built in {time.perf_counter() - t:.0f}s")
+    load = matrix_load(home, 5)
+    print(f"  matrix file cold load + scan (fresh process): {load * 1000:.1f} ms median")
+    results[f"matrix_load_ms_{n // 1000}k"] = round(load * 1000, 1)
+    if n == 10_000:
+        walls = cold_recall(home, args.cold_runs)
+        med = statistics.median(walls)
+        print(f"  cold `marm recall --mode hybrid`: median {med:.2f}s over {len(walls)} runs "
+              f"(min {min(walls):.2f}s, max {max(walls):.2f}s)")
+        results["cold_recall_s_10k"] = round(med, 3)
+    p50, p95 = in_process(home, args.rounds)
+    print(f"  in-process hybrid recall: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms "
+          f"over {args.rounds} queries")
+    results[f"p50_ms_{n // 1000}k"] = round(p50 * 1000, 2)
+    results[f"p95_ms_{n // 1000}k"] = round(p95 * 1000, 2)
+    return results
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
 import tempfile
@@ -185,6 +186,9 @@ def main() -> int:
         "by_category": {CATEGORIES[c]: round(mean(per[c]["any"]), 4) for c in CATEGORIES},
     }))
     ctx.close()
+    shutil.rmtree(work, ignore_errors=True)
+    if not args.home:
+        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 
