@@ -111,17 +111,26 @@ def _table(load, default) -> _Complete:
 class Resolver:
     """A view of one tree's symbols and imports. ``lazy`` loads only what the refs being
     resolved touch (an incremental run over a few files); otherwise everything is read
-    at once (a full build). Both answer identically."""
+    at once (a full build), or taken from ``written``, what a full build just wrote
+    (no read-back). All answer identically."""
 
-    def __init__(self, conn, tree_id: int, lazy: bool = False) -> None:
+    def __init__(
+        self,
+        conn,
+        tree_id: int,
+        lazy: bool = False,
+        written: code_graph.Written | None = None,
+    ) -> None:
         self.conn = conn
         self.tree_id = tree_id
+        self.written = written
         self.file_lang: dict[int, str] = {}
         self.exports: dict[int, set[str] | None] = {}
         self.file_module: dict[int, str] = {}
         # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
         self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-        for fid, path, lang, module, exports in code_graph.files_for_resolver(conn, tree_id):
+        files = written.files if written else code_graph.files_for_resolver(conn, tree_id)
+        for fid, path, lang, module, exports in files:
             self.file_lang[fid] = lang
             self.file_module[fid] = module or ""
             self.exports[fid] = None if exports is None else set(orjson.loads(exports))
@@ -158,6 +167,8 @@ class Resolver:
         self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
         self.base_refs = _table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        # file -> its top-level classes and functions (preloaded; lazy asks SQL)
+        self.tops: dict[int, list[int]] | None = None
         if not lazy:
             self._preload()
         self._bases: dict[int, list[int]] = {}
@@ -166,9 +177,19 @@ class Resolver:
         self.types: dict[tuple[int, str], str] = {}
 
     def _preload(self) -> None:
-        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(
-            self.conn, self.tree_id
-        ):
+        w = self.written
+        if w is not None:
+            symbols = [(r[0], r[2], r[3], r[4], r[6]) for r in w.symbols]
+            # statement order within a file, as imports_for_resolver sorts them
+            imports = [
+                (r[1], r[2], r[3], r[4], r[5])
+                for r in sorted(w.imports, key=lambda r: (r[1], r[6]))
+            ]
+        else:
+            symbols = code_graph.symbols_for_resolver(self.conn, self.tree_id)
+            imports = code_graph.imports_for_resolver(self.conn, self.tree_id)
+        tops: dict[int, list[int]] = {}
+        for sid, fid, parent, name, kind in symbols:
             self.sym[sid] = (fid, parent, name, kind)
             if kind == "module":
                 self.module_sym[fid] = sid
@@ -178,15 +199,17 @@ class Resolver:
                 self.methods.setdefault(name, []).append(sid)
             elif kind in _CALLABLE:
                 self.functions.setdefault(name, []).append(sid)
-        for fid, local, module, name, kind in code_graph.imports_for_resolver(
-            self.conn, self.tree_id
-        ):
+                if kind in ("class", "function") and parent == self.module_sym.get(fid):
+                    tops.setdefault(fid, []).append(sid)
+        self.tops = tops
+        for fid, local, module, name, kind in imports:
             if kind == "star":
                 self.stars.setdefault(fid, []).append(module)
             elif local:
                 self.bindings.setdefault(fid, {})[local] = (module, name, kind)
-        for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
-            self.base_refs.setdefault(cid, []).append((name, receiver))
+        if w is None:
+            for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+                self.base_refs.setdefault(cid, []).append((name, receiver))
 
     def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
         rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
@@ -284,7 +307,10 @@ class Resolver:
         found = self.top(target, local)
         if found is not None:
             return found
-        tops = code_graph.top_level(self.conn, target, ("class", "function"))
+        if self.tops is not None:
+            tops = self.tops.get(target, [])
+        else:
+            tops = code_graph.top_level(self.conn, target, ("class", "function"))
         return tops[0] if len(tops) == 1 else None
 
     def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
@@ -451,15 +477,16 @@ class Resolver:
         return [(s, "name-only", round(0.5 / len(cands), 3)) for s in cands]
 
     def edges(self, refs: list[tuple]) -> list[tuple]:
-        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``."""
-        self.types.update(
-            {
-                (scope, var): typ
-                for _, scope, var, typ in code_graph.types_for_files(
-                    self.conn, {r[1] for r in refs}
-                )
-            }
-        )
+        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``
+        (with ``written``: every ref of the build, in id order)."""
+        if self.written is not None:
+            types = self.written.types
+            for _, _, src, kind, name, _, receiver, _ in refs:
+                if kind == "base":
+                    self.base_refs.setdefault(src, []).append((name, receiver))
+        else:
+            types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
+        self.types.update({(scope, var): typ for _, scope, var, typ in types})
         out = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.

@@ -264,11 +264,25 @@ def add_skipped(
     )
 
 
+@dataclass(slots=True)
+class Written:
+    """What a full build wrote, kept for the resolver (in the row shapes of the
+    ``*_for_resolver`` reads below, in the same order)."""
+
+    files: list[tuple]  # (id, path, lang, module, exports JSON)
+    symbols: list[tuple]  # code_symbols rows without rank, id order
+    imports: list[tuple]  # code_imports rows, file then statement order
+    types: list[tuple]  # (file_id, scope_id, var, type), insertion order
+
+
 class Writer:
     """Bulk insertion of parsed files with ids assigned here, so refs can be resolved
-    straight from memory after a full parse (no read-back)."""
+    straight from memory after a full parse (no read-back). With ``keep`` (a full
+    build) it also keeps what it wrote for the resolver, and holds the symbols back
+    until ``write_symbols``: they go in once, with their rank, instead of being
+    updated after the ranking."""
 
-    def __init__(self, conn: sqlite3.Connection, tree_id: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, tree_id: int, keep: bool = False) -> None:
         self.conn = conn
         self.tree_id = tree_id
         self.next_symbol = conn.execute(
@@ -279,6 +293,8 @@ class Writer:
         self.refs: list[tuple] = []  # (id, file_id, src_id, kind, name, key, receiver, line)
         self.imports: list[tuple] = []
         self.types: list[tuple] = []
+        # with keep, ``symbols`` only grows: the kept list is the same list
+        self.kept = Written([], self.symbols, [], []) if keep else None
 
     def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
         """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
@@ -301,6 +317,9 @@ class Writer:
             ),
         )
         fid = int(cur.lastrowid)
+        if self.kept is not None:
+            exports = None if facts.exports is None else orjson.dumps(facts.exports).decode()
+            self.kept.files.append((fid, path, lang, facts.module, exports))
         tid = self.tree_id
         base = self.next_symbol
         self.next_symbol += len(facts.symbols)
@@ -330,13 +349,19 @@ class Writer:
         return fid
 
     def flush(self) -> list[tuple]:
-        """Write everything queued; returns the refs written."""
+        """Write everything queued (symbols only without ``keep``); returns the refs
+        written."""
         c, tid = self.conn, self.tree_id
-        c.executemany(
-            "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
-            " end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            self.symbols,
-        )
+        if self.kept is None:
+            c.executemany(
+                "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind,"
+                " line, end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                self.symbols,
+            )
+            self.symbols = []
+        else:
+            self.kept.imports.extend(self.imports)
+            self.kept.types.extend(self.types)
         c.executemany(
             "INSERT INTO code_imports (tree_id, file_id, local, module, name, kind, line)"
             " VALUES (?,?,?,?,?,?,?)",
@@ -353,8 +378,18 @@ class Writer:
             "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
         )
         refs = self.refs
-        self.symbols, self.imports, self.refs, self.types = [], [], [], []
+        self.imports, self.refs, self.types = [], [], []
         return refs
+
+    def write_symbols(self, ranks: dict[int, float]) -> None:
+        """Write the held-back symbols (``keep``) with their rank (0 when unranked)."""
+        assert self.kept is not None
+        get = ranks.get
+        self.conn.executemany(
+            "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
+            " end_line, signature, rank) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            ((*row, get(row[0], 0.0)) for row in self.symbols),
+        )
 
 
 # -- what the resolver reads -------------------------------------------------------
