@@ -42,6 +42,7 @@ CONFIDENCE = {
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
+_UNSEEN = object()
 
 
 def _python_builtins() -> frozenset[str]:
@@ -175,6 +176,8 @@ class Resolver:
         self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
         self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
         self.types: dict[tuple[int, str], str] = {}
+        self._meanings: dict[tuple[int, str], tuple[str, int] | None] = {}
+        self._guesses: dict[tuple[str, str, bool], list[tuple[int, str, float]]] = {}
 
     def _preload(self) -> None:
         w = self.written
@@ -398,30 +401,44 @@ class Resolver:
                 if hit is not None:
                     return hit[0], "super-method"
             return None
+        key = (scope, receiver)
+        meaning = self._meanings.get(key, _UNSEEN)
+        if meaning is _UNSEEN:
+            meaning = self._meanings[key] = self._meaning(fid, scope, receiver)
+        if meaning is None:
+            return None
+        how, target = meaning
+        if how == "module":
+            found = self.top(self.sym[target][0], name)
+            if found is None:
+                sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
+                found = self.module_sym.get(sub) if sub is not None else None
+            return (found, "module-attr") if found is not None else None
+        hit = self.member(target, name)
+        return (hit[0], how) if hit else None
+
+    def _meaning(self, fid: int, scope: int, receiver: str) -> tuple[str, int] | None:
+        """What a receiver (not self/this, not super) names in ``scope``, as (how, symbol):
+        a module ("module"), a class ("class-attr"), or the class of an instance
+        ("typed-receiver": ``T()`` or a variable of known type). It does not depend on
+        the name called on it: ``edges`` memoises it per (scope, receiver)."""
         if receiver.endswith("()") and receiver[:-2].isidentifier():
             target = self.resolve_name(fid, scope, receiver[:-2])
             if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
-                hit = self.member(target[0], name)
-                return (hit[0], "typed-receiver") if hit else None
+                return "typed-receiver", target[0]
             return None
         target = self._receiver(fid, scope, receiver)
         if target is not None:
             kind = self.sym[target][3]
             if kind == "module":
-                found = self.top(self.sym[target][0], name)
-                if found is None:
-                    sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
-                    found = self.module_sym.get(sub) if sub is not None else None
-                return (found, "module-attr") if found is not None else None
+                return "module", target
             if kind in CLASS_KINDS:
-                hit = self.member(target, name)
-                return (hit[0], "class-attr") if hit else None
+                return "class-attr", target
         typ = self._type_of(scope, receiver)
         if typ is not None:
             cls = self.resolve_name(fid, scope, typ)
             if cls is not None and self.sym[cls[0]][3] in CLASS_KINDS:
-                hit = self.member(cls[0], name)
-                return (hit[0], "typed-receiver") if hit else None
+                return "typed-receiver", cls[0]
         return None
 
     def _module_of(self, msym: int) -> str:
@@ -464,13 +481,23 @@ class Resolver:
         return None
 
     def _name_only(self, fid: int, name: str, methods: bool) -> list[tuple[int, str, float]]:
-        if name in _BUILTINS.get(self.file_lang[fid], ()):
+        """Low-confidence guesses for an unresolved call (memoised: they depend only on
+        the language, the name and whether it had a receiver)."""
+        lang = self.file_lang[fid]
+        key = (lang, name, methods)
+        found = self._guesses.get(key)
+        if found is None:
+            found = self._guesses[key] = self._guess(lang, name, methods)
+        return found
+
+    def _guess(self, lang: str, name: str, methods: bool) -> list[tuple[int, str, float]]:
+        if name in _BUILTINS.get(lang, ()):
             return []
         if methods:
             cands = self.methods.get(name, ())
         else:
             cands = self.functions.get(name, ())
-            if self.file_lang[fid] in _IMPLICIT_THIS:
+            if lang in _IMPLICIT_THIS:
                 cands = [*cands, *self.methods.get(name, ())]
         if not cands or len(cands) > _NAME_ONLY_MAX:
             return []
