@@ -288,8 +288,8 @@ def _update(
     report.edges = len(rows)
     if full:
         code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
-        cols = list(zip(*rows, strict=True)) or [()] * 8  # (ref, src, dst, kind, rule, confidence, ...)
-        ranks = pagerank(cols[1], cols[2], cols[5])
+        # rows: (ref, src, dst, kind, rule, confidence, file, line)
+        ranks = pagerank([r[1] for r in rows], [r[2] for r in rows], [r[5] for r in rows])
         if writer.kept is not None:  # a fresh build: the symbols go in once, ranked
             writer.write_symbols(ranks)
         else:
