@@ -167,7 +167,8 @@ class Resolver:
         )
         self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
-        self.base_refs = _table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        self.base_refs = _table(pick(self._load_bases), list)
+        self._base_files: set[int] = set()  # files whose base refs base_refs holds (lazy)
         # file -> its top-level classes and functions (preloaded; lazy asks SQL)
         self.tops: dict[int, list[int]] | None = None
         if not lazy:
@@ -219,6 +220,15 @@ class Resolver:
         for sid, fid, parent, kind in rows:
             dict.setdefault(self.sym, sid, (fid, parent, name, kind))
         return rows
+
+    def _load_bases(self, cid: int) -> list[tuple[str, str | None]]:
+        """Base refs of a class, loading those of its whole file at once (lazy)."""
+        fid = self.sym[cid][0]
+        if fid not in self._base_files:
+            self._base_files.add(fid)
+            for src, name, receiver in code_graph.bases_in_file(self.conn, fid):
+                dict.setdefault(self.base_refs, src, []).append((name, receiver))
+        return dict.get(self.base_refs, cid, [])
 
     def _load_imports(self, fid: int) -> tuple[dict, list]:
         bindings: dict[str, tuple[str, str | None, str]] = {}

@@ -5,6 +5,12 @@ symbols, imports, refs (calls, base classes, import statements) and typed variab
 come from parsing one file and are replaced with it; edges link a ref to the symbol it
 resolved to, with the rule that produced the link and a confidence. Rows of a file are
 deleted by hand (no cascading foreign keys): bulk inserts stay fast.
+
+A file's refs are one JSON row (``code_file_refs``): nothing queries a single ref, only
+the refs of some files (an incremental run re-resolving them), and hundreds of
+thousands of rows with their indexes were a fifth of a full build. Ref ids are
+``first_id`` + position, so edges still name their ref; ``code_ref_keys`` says which
+files have a ref with a given key (the name looked up elsewhere).
 """
 
 from __future__ import annotations
@@ -29,9 +35,8 @@ INDEXES = (
     "CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC)",
     "CREATE INDEX code_imports_module ON code_imports (tree_id, module)",
     "CREATE INDEX code_imports_file ON code_imports (file_id)",
-    "CREATE INDEX code_refs_key ON code_refs (tree_id, key)",
-    "CREATE INDEX code_refs_file ON code_refs (file_id)",
-    "CREATE INDEX code_refs_base ON code_refs (src_id) WHERE kind = 'base'",
+    "CREATE INDEX code_ref_keys_key ON code_ref_keys (tree_id, key)",
+    "CREATE INDEX code_ref_keys_file ON code_ref_keys (file_id)",
     "CREATE INDEX code_types_file ON code_types (file_id)",
     "CREATE INDEX code_edges_src ON code_edges (src_id)",
     "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
@@ -41,11 +46,13 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=4,
+    version=5,
     tables=(
         "code_edges",
         "code_types",
-        "code_refs",
+        "code_ref_keys",
+        "code_file_refs",
+        "code_refs",  # before version 5
         "code_imports",
         "code_symbols",
         "code_files",
@@ -69,10 +76,10 @@ PART = derived.SchemaPart(
     CREATE TABLE code_imports (
         tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL, local TEXT, module TEXT NOT NULL,
         name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
-    CREATE TABLE code_refs (
-        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
-        src_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
-        receiver TEXT, line INTEGER NOT NULL);
+    CREATE TABLE code_file_refs (
+        file_id INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
+        symbol_base INTEGER NOT NULL, refs BLOB NOT NULL);
+    CREATE TABLE code_ref_keys (tree_id INTEGER NOT NULL, key TEXT NOT NULL, file_id INTEGER NOT NULL);
     CREATE TABLE code_types (
         file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
     CREATE TABLE code_edges (
@@ -226,19 +233,20 @@ def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
         f"DELETE FROM code_edges WHERE dst_id IN"
         f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))"
     ).rowcount
-    for table in ("code_types", "code_refs", "code_imports", "code_symbols"):
+    for table in ("code_types", "code_file_refs", "code_ref_keys", "code_imports", "code_symbols"):
         conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
     conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
     return gone
 
 
 def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
-    for table in ("code_edges", "code_refs", "code_imports", "code_symbols"):
+    for table in ("code_edges", "code_ref_keys", "code_imports", "code_symbols"):
         conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
-    conn.execute(
-        "DELETE FROM code_types WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
-        (tree_id,),
-    )
+    for table in ("code_types", "code_file_refs"):
+        conn.execute(
+            f"DELETE FROM {table} WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
+            (tree_id,),
+        )
     conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
 
 
@@ -288,9 +296,13 @@ class Writer:
         self.next_symbol = conn.execute(
             "SELECT coalesce(max(id), 0) + 1 FROM code_symbols"
         ).fetchone()[0]
-        self.next_ref = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM code_refs").fetchone()[0]
+        self.next_ref = conn.execute(
+            "SELECT coalesce(max(first_id + n), 1) FROM code_file_refs"
+        ).fetchone()[0]
         self.symbols: list[tuple] = []
         self.refs: list[tuple] = []  # (id, file_id, src_id, kind, name, key, receiver, line)
+        self.file_refs: list[tuple] = []  # code_file_refs rows
+        self.keys: list[tuple] = []  # code_ref_keys rows
         self.imports: list[tuple] = []
         self.types: list[tuple] = []
         # with keep, ``symbols`` only grows: the kept list is the same list
@@ -345,13 +357,15 @@ class Writer:
             (rid + i, fid, base + scope, kind, name, key, recv, line)
             for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
         )
+        self.file_refs.append((fid, rid, len(facts.refs), base, orjson.dumps(facts.refs)))
+        self.keys.extend((tid, key, fid) for key in {r[3] for r in facts.refs})
         self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
         return fid
 
     def flush(self) -> list[tuple]:
         """Write everything queued (symbols only without ``keep``); returns the refs
         written."""
-        c, tid = self.conn, self.tree_id
+        c = self.conn
         if self.kept is None:
             c.executemany(
                 "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind,"
@@ -367,18 +381,16 @@ class Writer:
             " VALUES (?,?,?,?,?,?,?)",
             self.imports,
         )
-        # the tree id is an int spelled into the statement: the rows go in as built,
-        # without a tuple per row to prepend it
         c.executemany(
-            "INSERT INTO code_refs (id, tree_id, file_id, src_id, kind, name, key, receiver, line)"
-            f" VALUES (?,{int(tid)},?,?,?,?,?,?,?)",
-            self.refs,
+            "INSERT INTO code_file_refs (file_id, first_id, n, symbol_base, refs) VALUES (?,?,?,?,?)",
+            self.file_refs,
         )
+        c.executemany("INSERT INTO code_ref_keys (tree_id, key, file_id) VALUES (?,?,?)", self.keys)
         c.executemany(
             "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
         )
         refs = self.refs
-        self.imports, self.refs, self.types = [], [], []
+        self.imports, self.refs, self.types, self.file_refs, self.keys = [], [], [], [], []
         return refs
 
     def write_symbols(self, ranks: dict[int, float]) -> None:
@@ -421,13 +433,33 @@ def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     ).fetchall()
 
 
-def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(class id, base name, receiver) of every base-class reference."""
+def _unpack(rows: Iterable[tuple]) -> Iterator[tuple]:
+    """Refs (id, file_id, src_id, kind, name, key, receiver, line) from code_file_refs
+    rows (file_id, first_id, symbol_base, refs)."""
+    for fid, first, base, blob in rows:
+        for i, (kind, scope, name, key, receiver, line) in enumerate(orjson.loads(blob)):
+            yield (first + i, fid, base + scope, kind, name, key, receiver, line)
+
+
+def _file_refs(conn: sqlite3.Connection, where: str, args: tuple = ()) -> list[tuple]:
     return conn.execute(
-        "SELECT src_id, name, receiver FROM code_refs WHERE kind = 'base' AND tree_id = ?"
-        " ORDER BY id",
-        (tree_id,),
+        "SELECT r.file_id, r.first_id, r.symbol_base, r.refs FROM code_file_refs r"
+        f" WHERE {where} ORDER BY r.first_id",
+        args,
     ).fetchall()
+
+
+def _tree_files(tree_id: int) -> tuple[str, tuple]:
+    return "r.file_id IN (SELECT id FROM code_files WHERE tree_id = ?)", (tree_id,)
+
+
+def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of every base-class reference, in ref order."""
+    return [
+        (r[2], r[4], r[6])
+        for r in _unpack(_file_refs(conn, *_tree_files(tree_id)))
+        if r[3] == "base"
+    ]
 
 
 def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
@@ -472,11 +504,19 @@ def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
     ).fetchall()
 
 
-def bases_of(conn: sqlite3.Connection, class_id: int) -> list[tuple]:
-    return conn.execute(
-        "SELECT name, receiver FROM code_refs WHERE src_id = ? AND kind = 'base' ORDER BY id",
-        (class_id,),
-    ).fetchall()
+def bases_in_file(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of one file's base-class references."""
+    row = conn.execute(
+        "SELECT symbol_base, refs FROM code_file_refs WHERE file_id = ?", (file_id,)
+    ).fetchone()
+    if row is None:
+        return []
+    base = row[0]
+    return [
+        (base + scope, name, receiver)
+        for kind, scope, name, _, receiver, _ in orjson.loads(row[1])
+        if kind == "base"
+    ]
 
 
 def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
@@ -487,11 +527,9 @@ def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[t
     ).fetchall()
 
 
-_REF = "id, file_id, src_id, kind, name, key, receiver, line"
-
-
 def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    return conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ?", (tree_id,)).fetchall()
+    """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
+    return list(_unpack(_file_refs(conn, *_tree_files(tree_id))))
 
 
 def affected_refs(
@@ -499,26 +537,31 @@ def affected_refs(
     tree_id: int,
     file_ids: Iterable[int],
     names: Iterable[str],
-    ref_ids: Iterable[int],
+    ref_files: dict[int, int],
 ) -> list[tuple]:
-    """Refs in ``file_ids``, refs whose key is in ``names``, and ``ref_ids``."""
-    out: dict[int, tuple] = {}
-    ids = _ids(conn, file_ids)
-    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE file_id IN ({ids})"):
-        out[r[0]] = r
-    ids = _ids(conn, ref_ids)
-    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE id IN ({ids})"):
-        out[r[0]] = r
+    """Refs in ``file_ids``, refs whose key is in ``names``, and the refs ``ref_files``
+    names (ref id -> its file), in id order."""
+    names = set(names)
+    whole = set(file_ids)
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM tmp_names")
     conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
-    for r in conn.execute(
-        f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND key IN"
-        " (SELECT name FROM temp.tmp_names)",
-        (tree_id,),
-    ):
-        out[r[0]] = r
-    return list(out.values())
+    keyed = {
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT file_id FROM code_ref_keys WHERE tree_id = ? AND key IN"
+            " (SELECT name FROM temp.tmp_names)",
+            (tree_id,),
+        )
+    }
+    ids = _ids(conn, whole | keyed | set(ref_files.values()))
+    out = []
+    for fid, first, base, blob in _file_refs(conn, f"r.file_id IN ({ids})"):
+        every = fid in whole
+        for i, (kind, scope, name, key, receiver, line) in enumerate(orjson.loads(blob)):
+            if every or key in names or first + i in ref_files:
+                out.append((first + i, fid, base + scope, kind, name, key, receiver, line))
+    return out
 
 
 def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> set[int]:
@@ -570,12 +613,12 @@ def shape(conn: sqlite3.Connection, file_ids: Sequence[int]) -> Shape:
         f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"
     ):
         interface.add((row[0], "import", *row[1:]))
-    bases = set(
-        conn.execute(
-            f"SELECT s.qname, r.name, r.receiver FROM code_refs r JOIN code_symbols s ON s.id = r.src_id"
-            f" WHERE r.kind = 'base' AND r.file_id IN ({ids})"
-        ).fetchall()
-    )
+    qnames = dict(conn.execute(f"SELECT id, qname FROM code_symbols WHERE file_id IN ({ids})"))
+    bases = {
+        (qnames.get(r[2]), r[4], r[6])
+        for r in _unpack(_file_refs(conn, f"r.file_id IN ({ids})"))
+        if r[3] == "base"
+    }
     classes = {
         r[0]
         for r in conn.execute(
@@ -601,16 +644,15 @@ def reexporters(
     ).fetchall()
 
 
-def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:
-    """Refs (from anywhere) whose edge points into the given files."""
+def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> dict[int, int]:
+    """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
     ids = _ids(conn, file_ids)
-    return {
-        r[0]
-        for r in conn.execute(
-            f"SELECT DISTINCT e.ref_id FROM code_edges e JOIN code_symbols s ON s.id = e.dst_id"
-            f" WHERE s.file_id IN ({ids})"
-        )
-    }
+    return dict(
+        conn.execute(
+            f"SELECT DISTINCT e.ref_id, e.file_id FROM code_edges e JOIN code_symbols s"
+            f" ON s.id = e.dst_id WHERE s.file_id IN ({ids})"
+        ).fetchall()
+    )
 
 
 def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> int:
