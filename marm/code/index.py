@@ -365,8 +365,9 @@ def pagerank(
     rank = np.full(n, 1.0 / n)
     dangling = out_w == 0
     share = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out_w))
+    coef = w * share[src]  # the share of its source's rank each edge carries
     for _ in range(rounds):
-        flow = np.bincount(dst, weights=rank[src] * w * share[src], minlength=n)
+        flow = np.bincount(dst, weights=rank[src] * coef, minlength=n)
         new = (1 - damping) / n + damping * (flow + rank[dangling].sum() / n)
         if np.abs(new - rank).sum() < 1e-9:
             rank = new

@@ -528,15 +528,15 @@ class Resolver:
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
         calls: dict[tuple, list[tuple[int, str, float]]] = {}
+        known, append, targets_of = calls.get, out.append, self._call_targets
         for ref_id, fid, src, kind, name, key, receiver, line in refs:
             if kind == "call":
-                targets = calls.get((src, name, key, receiver))
+                memo = (src, name, key, receiver)
+                targets = known(memo)
                 if targets is None:
-                    targets = calls[src, name, key, receiver] = self._call_targets(
-                        fid, src, name, key, receiver
-                    )
+                    targets = calls[memo] = targets_of(fid, src, name, key, receiver)
                 for dst, rule, conf in targets:
-                    out.append((ref_id, src, dst, "call", rule, conf, fid, line))
+                    append((ref_id, src, dst, "call", rule, conf, fid, line))
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
