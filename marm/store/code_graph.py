@@ -19,6 +19,7 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import orjson
@@ -214,6 +215,20 @@ def skipped(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, str]
     ).fetchall()
 
 
+def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple], per: int = 100) -> None:
+    """``executemany`` of ``INSERT ... VALUES (?,...)`` with ``per`` rows a statement: a
+    bulk insert of many short rows spends ~40% less (one statement step per ``per``
+    rows instead of per row)."""
+    head, _, one = sql.rpartition("VALUES")
+    n = len(rows) - len(rows) % per
+    if n:
+        many = f"{head}VALUES {','.join([one.strip()] * per)}"
+        flat = chain.from_iterable
+        conn.executemany(many, (tuple(flat(rows[i : i + per])) for i in range(0, n, per)))
+    if n < len(rows):
+        conn.executemany(sql, rows[n:])
+
+
 def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
     """Fill a temp table with ``ids`` and return its name (for ``IN (SELECT id FROM ...)``)."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_ids (id INTEGER PRIMARY KEY)")
@@ -367,7 +382,8 @@ class Writer:
         written."""
         c = self.conn
         if self.kept is None:
-            c.executemany(
+            insert_rows(
+                c,
                 "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind,"
                 " line, end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 self.symbols,
@@ -376,7 +392,8 @@ class Writer:
         else:
             self.kept.imports.extend(self.imports)
             self.kept.types.extend(self.types)
-        c.executemany(
+        insert_rows(
+            c,
             "INSERT INTO code_imports (tree_id, file_id, local, module, name, kind, line)"
             " VALUES (?,?,?,?,?,?,?)",
             self.imports,
@@ -385,9 +402,9 @@ class Writer:
             "INSERT INTO code_file_refs (file_id, first_id, n, symbol_base, refs) VALUES (?,?,?,?,?)",
             self.file_refs,
         )
-        c.executemany("INSERT INTO code_ref_keys (tree_id, key, file_id) VALUES (?,?,?)", self.keys)
-        c.executemany(
-            "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
+        insert_rows(c, "INSERT INTO code_ref_keys (tree_id, key, file_id) VALUES (?,?,?)", self.keys)
+        insert_rows(
+            c, "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
         )
         refs = self.refs
         self.imports, self.refs, self.types, self.file_refs, self.keys = [], [], [], [], []
@@ -397,10 +414,11 @@ class Writer:
         """Write the held-back symbols (``keep``) with their rank (0 when unranked)."""
         assert self.kept is not None
         get = ranks.get
-        self.conn.executemany(
+        insert_rows(
+            self.conn,
             "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
             " end_line, signature, rank) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            ((*row, get(row[0], 0.0)) for row in self.symbols),
+            [(*row, get(row[0], 0.0)) for row in self.symbols],
         )
 
 
@@ -664,9 +682,10 @@ def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
     conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
 
 
-def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Iterable[tuple]) -> None:
+def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Sequence[tuple]) -> None:
     """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
-    conn.executemany(
+    insert_rows(
+        conn,
         "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
         f" VALUES ({int(tree_id)},?,?,?,?,?,?,?,?)",
         rows,
