@@ -43,6 +43,7 @@ CONFIDENCE = {
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
 _UNSEEN = object()
+_SELF_NAMES = {name: lang.self_names for name, lang in LANGS.items()}
 
 
 def _python_builtins() -> frozenset[str]:
@@ -179,6 +180,7 @@ class Resolver:
         self.types: dict[tuple[int, str], str] = {}
         self._meanings: dict[tuple[int, str], tuple[str, int] | None] = {}
         self._guesses: dict[tuple[str, str, bool], list[tuple[int, str, float]]] = {}
+        self._self_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
 
     def _preload(self) -> None:
         w = self.written
@@ -553,6 +555,21 @@ class Resolver:
         self, fid: int, src: int, name: str, key: str, receiver: str | None
     ) -> list[tuple[int, str, float]]:
         """(target, rule, confidence) of a call: its resolution, else name-only guesses."""
+        if receiver is not None and receiver in _SELF_NAMES[self.file_lang[fid]]:
+            # ``self.name()`` means the same in every method of a class: memoised per class
+            cid = self.enclosing_class(src)
+            memo = (cid, name, key)
+            found = self._self_calls.get(memo)
+            if found is None:
+                hit = self.member(cid, name) if cid is not None else None
+                if hit is not None:
+                    rule = "self-method" if hit[1] == 0 else "base-method"
+                    found = (True, [(hit[0], rule, CONFIDENCE[rule])])
+                else:
+                    found = (False, self._name_only(fid, key, True))
+                self._self_calls[memo] = found
+            resolved, targets = found
+            return targets if resolved else [t for t in targets if t[0] != src]
         hit = self.resolve_ref_target(fid, src, name, receiver)
         if hit is not None:
             return [(hit[0], hit[1], CONFIDENCE[hit[1]])]
