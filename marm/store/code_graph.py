@@ -575,10 +575,15 @@ def affected_refs(
     ids = _ids(conn, whole | keyed | set(ref_files.values()))
     out = []
     for fid, first, base, blob in _file_refs(conn, f"r.file_id IN ({ids})"):
-        every = fid in whole
-        for i, (kind, scope, name, key, receiver, line) in enumerate(orjson.loads(blob)):
-            if every or key in names or first + i in ref_files:
-                out.append((first + i, fid, base + scope, kind, name, key, receiver, line))
+        refs = orjson.loads(blob)
+        if fid in whole:
+            picked = enumerate(refs, first)
+        else:  # only some refs of this file: skip the others before unpacking them
+            picked = (
+                (rid, r) for rid, r in enumerate(refs, first) if r[3] in names or rid in ref_files
+            )
+        for rid, (kind, scope, name, key, receiver, line) in picked:
+            out.append((rid, fid, base + scope, kind, name, key, receiver, line))
     return out
 
 
