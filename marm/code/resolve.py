@@ -172,6 +172,8 @@ class Resolver:
         self._base_files: set[int] = set()  # files whose base refs base_refs holds (lazy)
         # file -> its top-level classes and functions (preloaded; lazy asks SQL)
         self.tops: dict[int, list[int]] | None = None
+        # file -> names defined below its top level (preloaded only)
+        self.nested: dict[int, set[str]] | None = None
         if not lazy:
             self._preload()
         self._bases: dict[int, list[int]] = {}
@@ -181,6 +183,7 @@ class Resolver:
         self._meanings: dict[tuple[int, str], tuple[str, int] | None] = {}
         self._guesses: dict[tuple[str, str, bool], list[tuple[int, str, float]]] = {}
         self._self_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
+        self._file_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
 
     def _preload(self) -> None:
         w = self.written
@@ -195,12 +198,15 @@ class Resolver:
             symbols = code_graph.symbols_for_resolver(self.conn, self.tree_id)
             imports = code_graph.imports_for_resolver(self.conn, self.tree_id)
         tops: dict[int, list[int]] = {}
+        nested: dict[int, set[str]] = {}
         for sid, fid, parent, name, kind in symbols:
             self.sym[sid] = (fid, parent, name, kind)
             if kind == "module":
                 self.module_sym[fid] = sid
                 continue
             self.children.setdefault((parent, name), []).append(sid)
+            if parent != self.module_sym.get(fid):
+                nested.setdefault(fid, set()).add(name)
             if kind == "method":
                 self.methods.setdefault(name, []).append(sid)
             elif kind in _CALLABLE:
@@ -208,6 +214,7 @@ class Resolver:
                 if kind in ("class", "function") and parent == self.module_sym.get(fid):
                     tops.setdefault(fid, []).append(sid)
         self.tops = tops
+        self.nested = nested
         for fid, local, module, name, kind in imports:
             if kind == "star":
                 self.stars.setdefault(fid, []).append(module)
@@ -568,6 +575,25 @@ class Resolver:
                 else:
                     found = (False, self._name_only(fid, key, True))
                 self._self_calls[memo] = found
+            resolved, targets = found
+            return targets if resolved else [t for t in targets if t[0] != src]
+        if (
+            receiver is None
+            and self.nested is not None
+            and name not in self.nested.get(fid, ())
+            and self.file_lang[fid] not in _IMPLICIT_THIS
+        ):
+            # no enclosing function defines ``name``: a bare call means the same from
+            # every scope of the file, memoised per file
+            memo = (fid, name, key)
+            found = self._file_calls.get(memo)
+            if found is None:
+                hit = self.resolve_name(fid, self.module_sym[fid], name)
+                if hit is not None:
+                    found = (True, [(hit[0], hit[1], CONFIDENCE[hit[1]])])
+                else:
+                    found = (False, self._name_only(fid, key, False))
+                self._file_calls[memo] = found
             resolved, targets = found
             return targets if resolved else [t for t in targets if t[0] != src]
         hit = self.resolve_ref_target(fid, src, name, receiver)
