@@ -15,6 +15,7 @@ files have a ref with a given key (the name looked up elsewhere).
 
 from __future__ import annotations
 
+import posixpath
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -31,7 +32,6 @@ from marm.store import derived
 #: insert, which is several times faster than updating them row by row.
 INDEXES = (
     "CREATE INDEX code_symbols_name ON code_symbols (tree_id, name)",
-    "CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname)",
     "CREATE INDEX code_symbols_file ON code_symbols (file_id)",
     "CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC)",
     "CREATE INDEX code_imports_module ON code_imports (tree_id, module)",
@@ -47,7 +47,7 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=5,
+    version=6,
     tables=(
         "code_edges",
         "code_types",
@@ -765,7 +765,10 @@ def find_symbols(
                 out.setdefault(r[0], SymbolRow(*r))
 
     if "." in query or "/" in query:
-        take("s.qname = ?", [query])
+        # a qualified name ends in the symbol's name (a module's: its last dotted part,
+        # or its file name for path keys): the name index finds it, no qname index
+        names = [query.rsplit(".", 1)[-1], posixpath.basename(query)]
+        take("s.name IN (?, ?) AND s.qname = ?", [*names, query])
         tail = query.replace("/", ".").rsplit(".", 1)[-1]
         if len(out) < limit and tail:  # the name index narrows, then the dotted tail filters
             take(
