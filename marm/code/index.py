@@ -354,12 +354,17 @@ def pagerank(
         return {}
     import numpy as np
 
-    ends = np.empty((n_edges, 2), dtype=np.int64)
-    ends[:, 0] = src_ids
-    ends[:, 1] = dst_ids
-    ids, inverse = np.unique(ends, return_inverse=True)
-    inverse = inverse.reshape(-1, 2)
-    src, dst, w = inverse[:, 0], inverse[:, 1], np.asarray(weights, dtype=np.float64)
+    sources = np.asarray(src_ids, dtype=np.int64)
+    targets = np.asarray(dst_ids, dtype=np.int64)
+    # number the symbols on an edge 0..n-1 in id order (a mask over the id range: no sort)
+    low = min(sources.min(), targets.min())
+    present = np.zeros(max(sources.max(), targets.max()) - low + 1, dtype=bool)
+    present[sources - low] = True
+    present[targets - low] = True
+    ids = np.flatnonzero(present) + low
+    number = np.cumsum(present) - 1
+    src, dst = number[sources - low], number[targets - low]
+    w = np.asarray(weights, dtype=np.float64)
     n = len(ids)
     out_w = np.bincount(src, weights=w, minlength=n)
     rank = np.full(n, 1.0 / n)
