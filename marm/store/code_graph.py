@@ -47,7 +47,7 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=6,
+    version=7,
     tables=(
         "code_edges",
         "code_types",
@@ -79,7 +79,7 @@ PART = derived.SchemaPart(
         name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
     CREATE TABLE code_file_refs (
         file_id INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
-        symbol_base INTEGER NOT NULL, refs BLOB NOT NULL);
+        symbol_base INTEGER NOT NULL, refs BLOB NOT NULL, bases BLOB);
     CREATE TABLE code_ref_keys (tree_id INTEGER NOT NULL, key TEXT NOT NULL, file_id INTEGER NOT NULL);
     CREATE TABLE code_types (
         file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
@@ -372,7 +372,17 @@ class Writer:
             (rid + i, fid, base + scope, kind, name, key, recv, line)
             for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
         )
-        self.file_refs.append((fid, rid, len(facts.refs), base, orjson.dumps(facts.refs)))
+        bases = [r for r in facts.refs if r[0] == "base"]  # also apart: lazy lookups read them
+        self.file_refs.append(
+            (
+                fid,
+                rid,
+                len(facts.refs),
+                base,
+                orjson.dumps(facts.refs),
+                orjson.dumps(bases) if bases else None,
+            )
+        )
         self.keys.extend((tid, key, fid) for key in {r[3] for r in facts.refs})
         self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
         return fid
@@ -399,7 +409,8 @@ class Writer:
             self.imports,
         )
         c.executemany(
-            "INSERT INTO code_file_refs (file_id, first_id, n, symbol_base, refs) VALUES (?,?,?,?,?)",
+            "INSERT INTO code_file_refs (file_id, first_id, n, symbol_base, refs, bases)"
+            " VALUES (?,?,?,?,?,?)",
             self.file_refs,
         )
         insert_rows(c, "INSERT INTO code_ref_keys (tree_id, key, file_id) VALUES (?,?,?)", self.keys)
@@ -471,13 +482,24 @@ def _tree_files(tree_id: int) -> tuple[str, tuple]:
     return "r.file_id IN (SELECT id FROM code_files WHERE tree_id = ?)", (tree_id,)
 
 
+def _bases(rows: Iterable[tuple]) -> list[tuple]:
+    """(class id, base name, receiver) from (symbol_base, bases JSON) rows."""
+    return [
+        (base + scope, name, receiver)
+        for base, blob in rows
+        for _, scope, name, _, receiver, _ in orjson.loads(blob)
+    ]
+
+
 def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     """(class id, base name, receiver) of every base-class reference, in ref order."""
-    return [
-        (r[2], r[4], r[6])
-        for r in _unpack(_file_refs(conn, *_tree_files(tree_id)))
-        if r[3] == "base"
-    ]
+    return _bases(
+        conn.execute(
+            "SELECT symbol_base, bases FROM code_file_refs WHERE bases IS NOT NULL AND file_id IN"
+            " (SELECT id FROM code_files WHERE tree_id = ?) ORDER BY first_id",
+            (tree_id,),
+        )
+    )
 
 
 def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
@@ -524,17 +546,12 @@ def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
 
 def bases_in_file(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
     """(class id, base name, receiver) of one file's base-class references."""
-    row = conn.execute(
-        "SELECT symbol_base, refs FROM code_file_refs WHERE file_id = ?", (file_id,)
-    ).fetchone()
-    if row is None:
-        return []
-    base = row[0]
-    return [
-        (base + scope, name, receiver)
-        for kind, scope, name, _, receiver, _ in orjson.loads(row[1])
-        if kind == "base"
-    ]
+    return _bases(
+        conn.execute(
+            "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
+            (file_id,),
+        )
+    )
 
 
 def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
