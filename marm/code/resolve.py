@@ -440,7 +440,7 @@ class Resolver:
         """What a receiver (not self/this, not super) names in ``scope``, as (how, symbol):
         a module ("module"), a class ("class-attr"), or the class of an instance
         ("typed-receiver": ``T()`` or a variable of known type). It does not depend on
-        the name called on it: ``edges`` memoises it per (scope, receiver)."""
+        the name called on it: ``resolve_ref_target`` memoises it per (scope, receiver)."""
         if receiver.endswith("()") and receiver[:-2].isidentifier():
             target = self.resolve_name(fid, scope, receiver[:-2])
             if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
