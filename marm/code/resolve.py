@@ -180,6 +180,8 @@ class Resolver:
         self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
         self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
         self.types: dict[tuple[int, str], str] = {}
+        self.typed: dict[int, set[str]] = {}  # file -> its variables with a known type
+        self._plain: dict[tuple[int, str], tuple[int, str] | None] = {}
         self._meanings: dict[tuple[int, str], tuple[str, int] | None] = {}
         self._guesses: dict[tuple[str, str, bool], list[tuple[int, str, float]]] = {}
         self._self_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
@@ -352,6 +354,20 @@ class Resolver:
         return None
 
     def resolve_name(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
+        if (
+            self.nested is not None
+            and name not in self.nested.get(fid, ())
+            and self.file_lang[fid] not in _IMPLICIT_THIS
+        ):
+            # no scope below the top level defines ``name``: every scope of the file
+            # sees the module's binding (memoised per file)
+            key = (fid, name)
+            hit = self._plain.get(key, _UNSEEN)
+            if hit is _UNSEEN:
+                hit = self._plain[key] = self.scoped(
+                    fid, self.module_sym[fid], name
+                ) or self.name_in_file(fid, name)
+            return hit
         return self.scoped(fid, scope, name) or self.name_in_file(fid, name)
 
     # -- classes ----------------------------------------------------------------
@@ -453,7 +469,7 @@ class Resolver:
                 return "module", target
             if kind in CLASS_KINDS:
                 return "class-attr", target
-        typ = self._type_of(scope, receiver)
+        typ = self._type_of(fid, scope, receiver)
         if typ is not None:
             cls = self.resolve_name(fid, scope, typ)
             if cls is not None and self.sym[cls[0]][3] in CLASS_KINDS:
@@ -470,7 +486,7 @@ class Resolver:
             target = self.module_file(binding[receiver][0])
             return self.module_sym.get(target) if target is not None else None
         head, _, rest = receiver.partition(".")
-        if not head.isidentifier() or self._type_of(scope, head) is not None:
+        if not head.isidentifier() or self._type_of(fid, scope, head) is not None:
             return None
         hit = self.resolve_name(fid, scope, head)
         if hit is None:
@@ -490,7 +506,9 @@ class Resolver:
             target = nxt
         return target
 
-    def _type_of(self, scope: int, var: str) -> str | None:
+    def _type_of(self, fid: int, scope: int, var: str) -> str | None:
+        if var not in self.typed.get(fid, ()):  # most receivers have no known type
+            return None
         current: int | None = scope
         while current is not None:
             typ = self.types.get((current, var))
@@ -532,7 +550,9 @@ class Resolver:
                     self.base_refs.setdefault(src, []).append((name, receiver))
         else:
             types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
-        self.types.update({(scope, var): typ for _, scope, var, typ in types})
+        for fid, scope, var, typ in types:
+            self.types[scope, var] = typ
+            self.typed.setdefault(fid, set()).add(var)
         out = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
