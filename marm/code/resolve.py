@@ -545,9 +545,8 @@ class Resolver:
         (with ``written``: every ref of the build, in id order)."""
         if self.written is not None:
             types = self.written.types
-            for _, _, src, kind, name, _, receiver, _ in refs:
-                if kind == "base":
-                    self.base_refs.setdefault(src, []).append((name, receiver))
+            for cid, name, receiver in self.written.bases:
+                self.base_refs.setdefault(cid, []).append((name, receiver))
         else:
             types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
         for fid, scope, var, typ in types:

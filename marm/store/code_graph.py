@@ -296,6 +296,7 @@ class Written:
     symbols: list[tuple]  # code_symbols rows without rank, id order
     imports: list[tuple]  # code_imports rows, file then statement order
     types: list[tuple]  # (file_id, scope_id, var, type), insertion order
+    bases: list[tuple]  # (class id, base name, receiver), ref order
 
 
 class Writer:
@@ -321,7 +322,7 @@ class Writer:
         self.imports: list[tuple] = []
         self.types: list[tuple] = []
         # with keep, ``symbols`` only grows: the kept list is the same list
-        self.kept = Written([], self.symbols, [], []) if keep else None
+        self.kept = Written([], self.symbols, [], [], []) if keep else None
 
     def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
         """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
@@ -373,6 +374,8 @@ class Writer:
             for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
         )
         bases = [r for r in facts.refs if r[0] == "base"]  # also apart: lazy lookups read them
+        if bases and self.kept is not None:
+            self.kept.bases.extend((base + r[1], r[2], r[4]) for r in bases)
         self.file_refs.append(
             (
                 fid,
