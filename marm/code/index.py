@@ -277,7 +277,7 @@ def _update(
             refs = code_graph.all_refs(conn, tree_id)
             full = True
         else:
-            removed += code_graph.delete_edges_of_refs(conn, [r[0] for r in refs])
+            removed += code_graph.delete_edges_of_refs(conn, [(r[1], r[0]) for r in refs])
     if writer.kept is not None:
         resolver = Resolver(conn, tree_id, written=writer.kept)
     else:

@@ -41,13 +41,13 @@ INDEXES = (
     "CREATE INDEX code_types_file ON code_types (file_id)",
     "CREATE INDEX code_edges_src ON code_edges (src_id)",
     "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
-    "CREATE INDEX code_edges_ref ON code_edges (ref_id)",
+    "CREATE INDEX code_edges_file ON code_edges (file_id, ref_id)",
 )
 
 
 PART = derived.SchemaPart(
     name="code",
-    version=7,
+    version=8,
     tables=(
         "code_edges",
         "code_types",
@@ -698,9 +698,19 @@ def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> dict[int, in
     )
 
 
-def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> int:
-    ids = _ids(conn, ref_ids)
-    return conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})").rowcount
+def delete_edges_of_refs(conn: sqlite3.Connection, refs: Iterable[tuple[int, int]]) -> int:
+    """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
+    (file, ref): deleting a file's edges (``delete_files``) uses the same index."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS tmp_refs (file_id INTEGER, ref_id INTEGER,"
+        " PRIMARY KEY (file_id, ref_id))"
+    )
+    conn.execute("DELETE FROM tmp_refs")
+    conn.executemany("INSERT OR IGNORE INTO tmp_refs VALUES (?, ?)", refs)
+    return conn.execute(
+        "DELETE FROM code_edges WHERE rowid IN (SELECT e.rowid FROM temp.tmp_refs t"
+        " CROSS JOIN code_edges e ON e.file_id = t.file_id AND e.ref_id = t.ref_id)"
+    ).rowcount
 
 
 def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
