@@ -246,17 +246,16 @@ def _scope(
     a typed field becomes ``self.x`` / ``this.x`` in the scope of its class."""
     defs.sort(key=lambda d: (d[0], -d[1]))
     this = self_names[0] if self_names else None
-    field_types = [
-        (start, f"{owner or this}.{attr}", typ)
+    # events in byte order, told apart by their length (no wrapper tuple per ref):
+    # refs (start, kind, name, receiver, line), typed variables (start, var, type),
+    # typed fields (start, self.attr, type, None)
+    events = refs + typed
+    events.extend(
+        (start, f"{owner or this}.{attr}", typ, None)
         for start, attr, typ, owner in fields
         if this is not None and (owner is None or owner in self_names)
-    ]
-    events = sorted(
-        [(r[0], 1, r) for r in refs]
-        + [(t[0], 2, t) for t in typed]
-        + [(f[0], 3, f) for f in field_types],
-        key=itemgetter(0),
     )
+    events.sort(key=itemgetter(0))
     symbols, out_refs, out_types = facts.symbols, facts.refs, facts.types
     stack: list[tuple[int, int]] = []  # (end byte, symbol index)
     ei, n_events = 0, len(events)
@@ -265,15 +264,17 @@ def _scope(
     for d in [*defs, None]:
         limit = d[0] if d is not None else _END
         while ei < n_events and events[ei][0] < limit:  # refs/types before this definition
-            at, what, item = events[ei]
+            item = events[ei]
             ei += 1
+            at = item[0]
             while stack and stack[-1][0] <= at:
                 stack.pop()
             scope = stack[-1][1] if stack else 0
-            if what == 1:
+            what = len(item)
+            if what == 5:
                 _, kind, name, receiver, line = item
                 out_refs.append((kind, scope, name, name, receiver, line))
-            elif what == 2:
+            elif what == 3:
                 out_types.append((scope, item[1], item[2]))
             else:
                 owner = next((i for _, i in reversed(stack) if symbols[i][2] in CLASS_KINDS), None)

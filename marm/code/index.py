@@ -243,7 +243,7 @@ def _update(
     bulk = full and len(todo) >= BULK_MIN_FILES
     if bulk:
         code_graph.drop_indexes(conn)
-    writer = code_graph.Writer(conn, tree_id)
+    writer = code_graph.Writer(conn, tree_id, keep=full)
     written: list[tuple] = []
     with _bar(progress, len(todo), "parsing") as bar:
         items = [(t[0], os.path.join(root, t[0]), t[1]) for t in todo]
@@ -277,15 +277,23 @@ def _update(
             refs = code_graph.all_refs(conn, tree_id)
             full = True
         else:
-            removed += code_graph.delete_edges_of_refs(conn, [r[0] for r in refs])
-    rows = Resolver(conn, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS).edges(refs)
+            removed += code_graph.delete_edges_of_refs(conn, [(r[1], r[0]) for r in refs])
+    if writer.kept is not None:
+        resolver = Resolver(conn, tree_id, written=writer.kept)
+    else:
+        resolver = Resolver(conn, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS)
+    rows = resolver.edges(refs)
     code_graph.add_edges(conn, tree_id, rows)
     report.refs_resolved = len(refs)
     report.edges = len(rows)
     if full:
         code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
-        cols = list(zip(*rows, strict=True)) or [()] * 8  # (ref, src, dst, kind, rule, confidence, ...)
-        _rank(conn, tree_id, (cols[1], cols[2], cols[5]))
+        # rows: (ref, src, dst, kind, rule, confidence, file, line)
+        ranks = pagerank([r[1] for r in rows], [r[2] for r in rows], [r[5] for r in rows])
+        if writer.kept is not None:  # a fresh build: the symbols go in once, ranked
+            writer.write_symbols(ranks)
+        else:
+            code_graph.set_ranks(conn, tree_id, ranks.items())
     else:
         code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
         if code_graph.ranking_due(conn, tree_id, removed + len(rows), RERANK_SHARE):
@@ -322,50 +330,56 @@ def _suffixes(modules: set[str]) -> set[str]:
     return out
 
 
-def _rank(
-    conn,
-    tree_id: int,
-    columns: tuple[Sequence[int], Sequence[int], Sequence[float]] | None = None,
+def _rank(conn, tree_id: int) -> int:
+    """Rank the tree's symbols from its stored edges; returns their number."""
+    rows = code_graph.edge_weights(conn, tree_id)
+    src_ids, dst_ids, weights = zip(*rows, strict=True) if rows else ((), (), ())
+    code_graph.set_ranks(conn, tree_id, pagerank(src_ids, dst_ids, weights).items())
+    return len(rows)
+
+
+def pagerank(
+    src_ids: Sequence[int],
+    dst_ids: Sequence[int],
+    weights: Sequence[float],
     damping: float = 0.85,
     rounds: int = 40,
-) -> int:
+) -> dict[int, float]:
     """PageRank over the edges (caller -> callee, importer -> module, class -> base),
-    given as columns (sources, destinations, confidences) or read from the store;
-    returns their number. Columns, not rows: numpy converts a flat sequence of numbers
-    several times faster than a list of tuples."""
-    if columns is None:
-        rows = code_graph.edge_weights(conn, tree_id)
-        src_ids, dst_ids, weights = zip(*rows, strict=True) if rows else ((), (), ())
-        columns = (src_ids, dst_ids, weights)
-    n_edges = len(columns[0])
+    given as columns (sources, destinations, confidences): symbol id -> rank, scaled so
+    the mean is 1. Columns, not rows: numpy converts a flat sequence of numbers several
+    times faster than a list of tuples."""
+    n_edges = len(src_ids)
     if not n_edges:
-        code_graph.set_ranks(conn, tree_id, [])
-        return 0
+        return {}
     import numpy as np
 
-    ends = np.empty((n_edges, 2), dtype=np.int64)
-    ends[:, 0] = columns[0]
-    ends[:, 1] = columns[1]
-    ids, inverse = np.unique(ends, return_inverse=True)
-    inverse = inverse.reshape(-1, 2)
-    src, dst, w = inverse[:, 0], inverse[:, 1], np.asarray(columns[2], dtype=np.float64)
+    sources = np.asarray(src_ids, dtype=np.int64)
+    targets = np.asarray(dst_ids, dtype=np.int64)
+    # number the symbols on an edge 0..n-1 in id order (a mask over the id range: no sort)
+    low = min(sources.min(), targets.min())
+    present = np.zeros(max(sources.max(), targets.max()) - low + 1, dtype=bool)
+    present[sources - low] = True
+    present[targets - low] = True
+    ids = np.flatnonzero(present) + low
+    number = np.cumsum(present) - 1
+    src, dst = number[sources - low], number[targets - low]
+    w = np.asarray(weights, dtype=np.float64)
     n = len(ids)
     out_w = np.bincount(src, weights=w, minlength=n)
     rank = np.full(n, 1.0 / n)
     dangling = out_w == 0
     share = np.where(dangling, 0.0, 1.0 / np.where(dangling, 1.0, out_w))
+    coef = w * share[src]  # the share of its source's rank each edge carries
     for _ in range(rounds):
-        flow = np.bincount(dst, weights=rank[src] * w * share[src], minlength=n)
+        flow = np.bincount(dst, weights=rank[src] * coef, minlength=n)
         new = (1 - damping) / n + damping * (flow + rank[dangling].sum() / n)
         if np.abs(new - rank).sum() < 1e-9:
             rank = new
             break
         rank = new
     scaled = rank * n
-    code_graph.set_ranks(
-        conn, tree_id, zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True)
-    )
-    return n_edges
+    return dict(zip(ids.tolist(), np.round(scaled, 6).tolist(), strict=True))
 
 
 class _NoBar:

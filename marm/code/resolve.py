@@ -42,6 +42,8 @@ CONFIDENCE = {
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
+_UNSEEN = object()
+_SELF_NAMES = {name: lang.self_names for name, lang in LANGS.items()}
 
 
 def _python_builtins() -> frozenset[str]:
@@ -111,17 +113,26 @@ def _table(load, default) -> _Complete:
 class Resolver:
     """A view of one tree's symbols and imports. ``lazy`` loads only what the refs being
     resolved touch (an incremental run over a few files); otherwise everything is read
-    at once (a full build). Both answer identically."""
+    at once (a full build), or taken from ``written``, what a full build just wrote
+    (no read-back). All answer identically."""
 
-    def __init__(self, conn, tree_id: int, lazy: bool = False) -> None:
+    def __init__(
+        self,
+        conn,
+        tree_id: int,
+        lazy: bool = False,
+        written: code_graph.Written | None = None,
+    ) -> None:
         self.conn = conn
         self.tree_id = tree_id
+        self.written = written
         self.file_lang: dict[int, str] = {}
         self.exports: dict[int, set[str] | None] = {}
         self.file_module: dict[int, str] = {}
         # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
         self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-        for fid, path, lang, module, exports in code_graph.files_for_resolver(conn, tree_id):
+        files = written.files if written else code_graph.files_for_resolver(conn, tree_id)
+        for fid, path, lang, module, exports in files:
             self.file_lang[fid] = lang
             self.file_module[fid] = module or ""
             self.exports[fid] = None if exports is None else set(orjson.loads(exports))
@@ -157,42 +168,78 @@ class Resolver:
         )
         self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
-        self.base_refs = _table(pick(lambda cid: code_graph.bases_of(conn, cid)), list)
+        self.base_refs = _table(pick(self._load_bases), list)
+        self._base_files: set[int] = set()  # files whose base refs base_refs holds (lazy)
+        # file -> its top-level classes and functions (preloaded; lazy asks SQL)
+        self.tops: dict[int, list[int]] | None = None
+        # file -> names defined below its top level (preloaded only)
+        self.nested: dict[int, set[str]] | None = None
         if not lazy:
             self._preload()
         self._bases: dict[int, list[int]] = {}
         self._members: dict[tuple[int, str], tuple[int, int] | None] = {}
         self._file_names: dict[tuple[int, str], tuple[int, str] | None] = {}
         self.types: dict[tuple[int, str], str] = {}
+        self.typed: dict[int, set[str]] = {}  # file -> its variables with a known type
+        self._plain: dict[tuple[int, str], tuple[int, str] | None] = {}
+        self._meanings: dict[tuple[int, str], tuple[str, int] | None] = {}
+        self._guesses: dict[tuple[str, str, bool], list[tuple[int, str, float]]] = {}
+        self._self_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
+        self._file_calls: dict[tuple, tuple[bool, list[tuple[int, str, float]]]] = {}
 
     def _preload(self) -> None:
-        for sid, fid, parent, name, kind in code_graph.symbols_for_resolver(
-            self.conn, self.tree_id
-        ):
+        w = self.written
+        if w is not None:
+            symbols = [(r[0], r[2], r[3], r[4], r[6]) for r in w.symbols]
+            # statement order within a file, as imports_for_resolver sorts them
+            imports = [
+                (r[1], r[2], r[3], r[4], r[5])
+                for r in sorted(w.imports, key=lambda r: (r[1], r[6]))
+            ]
+        else:
+            symbols = code_graph.symbols_for_resolver(self.conn, self.tree_id)
+            imports = code_graph.imports_for_resolver(self.conn, self.tree_id)
+        tops: dict[int, list[int]] = {}
+        nested: dict[int, set[str]] = {}
+        for sid, fid, parent, name, kind in symbols:
             self.sym[sid] = (fid, parent, name, kind)
             if kind == "module":
                 self.module_sym[fid] = sid
                 continue
             self.children.setdefault((parent, name), []).append(sid)
+            if parent != self.module_sym.get(fid):
+                nested.setdefault(fid, set()).add(name)
             if kind == "method":
                 self.methods.setdefault(name, []).append(sid)
             elif kind in _CALLABLE:
                 self.functions.setdefault(name, []).append(sid)
-        for fid, local, module, name, kind in code_graph.imports_for_resolver(
-            self.conn, self.tree_id
-        ):
+                if kind in ("class", "function") and parent == self.module_sym.get(fid):
+                    tops.setdefault(fid, []).append(sid)
+        self.tops = tops
+        self.nested = nested
+        for fid, local, module, name, kind in imports:
             if kind == "star":
                 self.stars.setdefault(fid, []).append(module)
             elif local:
                 self.bindings.setdefault(fid, {})[local] = (module, name, kind)
-        for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
-            self.base_refs.setdefault(cid, []).append((name, receiver))
+        if w is None:
+            for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+                self.base_refs.setdefault(cid, []).append((name, receiver))
 
     def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
         rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
         for sid, fid, parent, kind in rows:
             dict.setdefault(self.sym, sid, (fid, parent, name, kind))
         return rows
+
+    def _load_bases(self, cid: int) -> list[tuple[str, str | None]]:
+        """Base refs of a class, loading those of its whole file at once (lazy)."""
+        fid = self.sym[cid][0]
+        if fid not in self._base_files:
+            self._base_files.add(fid)
+            for src, name, receiver in code_graph.bases_in_file(self.conn, fid):
+                dict.setdefault(self.base_refs, src, []).append((name, receiver))
+        return dict.get(self.base_refs, cid, [])
 
     def _load_imports(self, fid: int) -> tuple[dict, list]:
         bindings: dict[str, tuple[str, str | None, str]] = {}
@@ -284,7 +331,10 @@ class Resolver:
         found = self.top(target, local)
         if found is not None:
             return found
-        tops = code_graph.top_level(self.conn, target, ("class", "function"))
+        if self.tops is not None:
+            tops = self.tops.get(target, [])
+        else:
+            tops = code_graph.top_level(self.conn, target, ("class", "function"))
         return tops[0] if len(tops) == 1 else None
 
     def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
@@ -304,6 +354,20 @@ class Resolver:
         return None
 
     def resolve_name(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
+        if (
+            self.nested is not None
+            and name not in self.nested.get(fid, ())
+            and self.file_lang[fid] not in _IMPLICIT_THIS
+        ):
+            # no scope below the top level defines ``name``: every scope of the file
+            # sees the module's binding (memoised per file)
+            key = (fid, name)
+            hit = self._plain.get(key, _UNSEEN)
+            if hit is _UNSEEN:
+                hit = self._plain[key] = self.scoped(
+                    fid, self.module_sym[fid], name
+                ) or self.name_in_file(fid, name)
+            return hit
         return self.scoped(fid, scope, name) or self.name_in_file(fid, name)
 
     # -- classes ----------------------------------------------------------------
@@ -372,30 +436,44 @@ class Resolver:
                 if hit is not None:
                     return hit[0], "super-method"
             return None
+        key = (scope, receiver)
+        meaning = self._meanings.get(key, _UNSEEN)
+        if meaning is _UNSEEN:
+            meaning = self._meanings[key] = self._meaning(fid, scope, receiver)
+        if meaning is None:
+            return None
+        how, target = meaning
+        if how == "module":
+            found = self.top(self.sym[target][0], name)
+            if found is None:
+                sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
+                found = self.module_sym.get(sub) if sub is not None else None
+            return (found, "module-attr") if found is not None else None
+        hit = self.member(target, name)
+        return (hit[0], how) if hit else None
+
+    def _meaning(self, fid: int, scope: int, receiver: str) -> tuple[str, int] | None:
+        """What a receiver (not self/this, not super) names in ``scope``, as (how, symbol):
+        a module ("module"), a class ("class-attr"), or the class of an instance
+        ("typed-receiver": ``T()`` or a variable of known type). It does not depend on
+        the name called on it: ``resolve_ref_target`` memoises it per (scope, receiver)."""
         if receiver.endswith("()") and receiver[:-2].isidentifier():
             target = self.resolve_name(fid, scope, receiver[:-2])
             if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
-                hit = self.member(target[0], name)
-                return (hit[0], "typed-receiver") if hit else None
+                return "typed-receiver", target[0]
             return None
         target = self._receiver(fid, scope, receiver)
         if target is not None:
             kind = self.sym[target][3]
             if kind == "module":
-                found = self.top(self.sym[target][0], name)
-                if found is None:
-                    sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
-                    found = self.module_sym.get(sub) if sub is not None else None
-                return (found, "module-attr") if found is not None else None
+                return "module", target
             if kind in CLASS_KINDS:
-                hit = self.member(target, name)
-                return (hit[0], "class-attr") if hit else None
-        typ = self._type_of(scope, receiver)
+                return "class-attr", target
+        typ = self._type_of(fid, scope, receiver)
         if typ is not None:
             cls = self.resolve_name(fid, scope, typ)
             if cls is not None and self.sym[cls[0]][3] in CLASS_KINDS:
-                hit = self.member(cls[0], name)
-                return (hit[0], "typed-receiver") if hit else None
+                return "typed-receiver", cls[0]
         return None
 
     def _module_of(self, msym: int) -> str:
@@ -408,7 +486,7 @@ class Resolver:
             target = self.module_file(binding[receiver][0])
             return self.module_sym.get(target) if target is not None else None
         head, _, rest = receiver.partition(".")
-        if not head.isidentifier() or self._type_of(scope, head) is not None:
+        if not head.isidentifier() or self._type_of(fid, scope, head) is not None:
             return None
         hit = self.resolve_name(fid, scope, head)
         if hit is None:
@@ -428,7 +506,9 @@ class Resolver:
             target = nxt
         return target
 
-    def _type_of(self, scope: int, var: str) -> str | None:
+    def _type_of(self, fid: int, scope: int, var: str) -> str | None:
+        if var not in self.typed.get(fid, ()):  # most receivers have no known type
+            return None
         current: int | None = scope
         while current is not None:
             typ = self.types.get((current, var))
@@ -438,41 +518,53 @@ class Resolver:
         return None
 
     def _name_only(self, fid: int, name: str, methods: bool) -> list[tuple[int, str, float]]:
-        if name in _BUILTINS.get(self.file_lang[fid], ()):
+        """Low-confidence guesses for an unresolved call (memoised: they depend only on
+        the language, the name and whether it had a receiver)."""
+        lang = self.file_lang[fid]
+        key = (lang, name, methods)
+        found = self._guesses.get(key)
+        if found is None:
+            found = self._guesses[key] = self._guess(lang, name, methods)
+        return found
+
+    def _guess(self, lang: str, name: str, methods: bool) -> list[tuple[int, str, float]]:
+        if name in _BUILTINS.get(lang, ()):
             return []
         if methods:
             cands = self.methods.get(name, ())
         else:
             cands = self.functions.get(name, ())
-            if self.file_lang[fid] in _IMPLICIT_THIS:
+            if lang in _IMPLICIT_THIS:
                 cands = [*cands, *self.methods.get(name, ())]
         if not cands or len(cands) > _NAME_ONLY_MAX:
             return []
         return [(s, "name-only", round(0.5 / len(cands), 3)) for s in cands]
 
     def edges(self, refs: list[tuple]) -> list[tuple]:
-        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``."""
-        self.types.update(
-            {
-                (scope, var): typ
-                for _, scope, var, typ in code_graph.types_for_files(
-                    self.conn, {r[1] for r in refs}
-                )
-            }
-        )
+        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``
+        (with ``written``: every ref of the build, in id order)."""
+        if self.written is not None:
+            types = self.written.types
+            for cid, name, receiver in self.written.bases:
+                self.base_refs.setdefault(cid, []).append((name, receiver))
+        else:
+            types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
+        for fid, scope, var, typ in types:
+            self.types[scope, var] = typ
+            self.typed.setdefault(fid, set()).add(var)
         out = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
         calls: dict[tuple, list[tuple[int, str, float]]] = {}
+        known, append, targets_of = calls.get, out.append, self._call_targets
         for ref_id, fid, src, kind, name, key, receiver, line in refs:
             if kind == "call":
-                targets = calls.get((src, name, key, receiver))
+                memo = (src, name, key, receiver)
+                targets = known(memo)
                 if targets is None:
-                    targets = calls[src, name, key, receiver] = self._call_targets(
-                        fid, src, name, key, receiver
-                    )
+                    targets = calls[memo] = targets_of(fid, src, name, key, receiver)
                 for dst, rule, conf in targets:
-                    out.append((ref_id, src, dst, "call", rule, conf, fid, line))
+                    append((ref_id, src, dst, "call", rule, conf, fid, line))
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
@@ -489,6 +581,40 @@ class Resolver:
         self, fid: int, src: int, name: str, key: str, receiver: str | None
     ) -> list[tuple[int, str, float]]:
         """(target, rule, confidence) of a call: its resolution, else name-only guesses."""
+        if receiver is not None and receiver in _SELF_NAMES[self.file_lang[fid]]:
+            # ``self.name()`` means the same in every method of a class: memoised per class
+            cid = self.enclosing_class(src)
+            memo = (cid, name, key)
+            found = self._self_calls.get(memo)
+            if found is None:
+                hit = self.member(cid, name) if cid is not None else None
+                if hit is not None:
+                    rule = "self-method" if hit[1] == 0 else "base-method"
+                    found = (True, [(hit[0], rule, CONFIDENCE[rule])])
+                else:
+                    found = (False, self._name_only(fid, key, True))
+                self._self_calls[memo] = found
+            resolved, targets = found
+            return targets if resolved else [t for t in targets if t[0] != src]
+        if (
+            receiver is None
+            and self.nested is not None
+            and name not in self.nested.get(fid, ())
+            and self.file_lang[fid] not in _IMPLICIT_THIS
+        ):
+            # no enclosing function defines ``name``: a bare call means the same from
+            # every scope of the file, memoised per file
+            memo = (fid, name, key)
+            found = self._file_calls.get(memo)
+            if found is None:
+                hit = self.resolve_name(fid, self.module_sym[fid], name)
+                if hit is not None:
+                    found = (True, [(hit[0], hit[1], CONFIDENCE[hit[1]])])
+                else:
+                    found = (False, self._name_only(fid, key, False))
+                self._file_calls[memo] = found
+            resolved, targets = found
+            return targets if resolved else [t for t in targets if t[0] != src]
         hit = self.resolve_ref_target(fid, src, name, receiver)
         if hit is not None:
             return [(hit[0], hit[1], CONFIDENCE[hit[1]])]

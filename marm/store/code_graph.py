@@ -5,14 +5,22 @@ symbols, imports, refs (calls, base classes, import statements) and typed variab
 come from parsing one file and are replaced with it; edges link a ref to the symbol it
 resolved to, with the rule that produced the link and a confidence. Rows of a file are
 deleted by hand (no cascading foreign keys): bulk inserts stay fast.
+
+A file's refs are one JSON row (``code_file_refs``): nothing queries a single ref, only
+the refs of some files (an incremental run re-resolving them), and hundreds of
+thousands of rows with their indexes were a fifth of a full build. Ref ids are
+``first_id`` + position, so edges still name their ref; ``code_ref_keys`` says which
+files have a ref with a given key (the name looked up elsewhere).
 """
 
 from __future__ import annotations
 
+import posixpath
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import orjson
@@ -24,28 +32,28 @@ from marm.store import derived
 #: insert, which is several times faster than updating them row by row.
 INDEXES = (
     "CREATE INDEX code_symbols_name ON code_symbols (tree_id, name)",
-    "CREATE INDEX code_symbols_qname ON code_symbols (tree_id, qname)",
     "CREATE INDEX code_symbols_file ON code_symbols (file_id)",
     "CREATE INDEX code_symbols_rank ON code_symbols (tree_id, rank DESC)",
     "CREATE INDEX code_imports_module ON code_imports (tree_id, module)",
     "CREATE INDEX code_imports_file ON code_imports (file_id)",
-    "CREATE INDEX code_refs_key ON code_refs (tree_id, key)",
-    "CREATE INDEX code_refs_file ON code_refs (file_id)",
-    "CREATE INDEX code_refs_base ON code_refs (src_id) WHERE kind = 'base'",
+    "CREATE INDEX code_ref_keys_key ON code_ref_keys (tree_id, key)",
+    "CREATE INDEX code_ref_keys_file ON code_ref_keys (file_id)",
     "CREATE INDEX code_types_file ON code_types (file_id)",
     "CREATE INDEX code_edges_src ON code_edges (src_id)",
     "CREATE INDEX code_edges_dst ON code_edges (dst_id)",
-    "CREATE INDEX code_edges_ref ON code_edges (ref_id)",
+    "CREATE INDEX code_edges_file ON code_edges (file_id, ref_id)",
 )
 
 
 PART = derived.SchemaPart(
     name="code",
-    version=4,
+    version=8,
     tables=(
         "code_edges",
         "code_types",
-        "code_refs",
+        "code_ref_keys",
+        "code_file_refs",
+        "code_refs",  # before version 5
         "code_imports",
         "code_symbols",
         "code_files",
@@ -69,10 +77,10 @@ PART = derived.SchemaPart(
     CREATE TABLE code_imports (
         tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL, local TEXT, module TEXT NOT NULL,
         name TEXT, kind TEXT NOT NULL, line INTEGER NOT NULL);
-    CREATE TABLE code_refs (
-        id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, file_id INTEGER NOT NULL,
-        src_id INTEGER NOT NULL, kind TEXT NOT NULL, name TEXT NOT NULL, key TEXT NOT NULL,
-        receiver TEXT, line INTEGER NOT NULL);
+    CREATE TABLE code_file_refs (
+        file_id INTEGER PRIMARY KEY, first_id INTEGER NOT NULL, n INTEGER NOT NULL,
+        symbol_base INTEGER NOT NULL, refs BLOB NOT NULL, bases BLOB);
+    CREATE TABLE code_ref_keys (tree_id INTEGER NOT NULL, key TEXT NOT NULL, file_id INTEGER NOT NULL);
     CREATE TABLE code_types (
         file_id INTEGER NOT NULL, scope_id INTEGER NOT NULL, var TEXT NOT NULL, type TEXT NOT NULL);
     CREATE TABLE code_edges (
@@ -207,6 +215,20 @@ def skipped(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, str]
     ).fetchall()
 
 
+def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple], per: int = 100) -> None:
+    """``executemany`` of ``INSERT ... VALUES (?,...)`` with ``per`` rows a statement: a
+    bulk insert of many short rows spends ~40% less (one statement step per ``per``
+    rows instead of per row)."""
+    head, _, one = sql.rpartition("VALUES")
+    n = len(rows) - len(rows) % per
+    if n:
+        many = f"{head}VALUES {','.join([one.strip()] * per)}"
+        flat = chain.from_iterable
+        conn.executemany(many, (tuple(flat(rows[i : i + per])) for i in range(0, n, per)))
+    if n < len(rows):
+        conn.executemany(sql, rows[n:])
+
+
 def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
     """Fill a temp table with ``ids`` and return its name (for ``IN (SELECT id FROM ...)``)."""
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_ids (id INTEGER PRIMARY KEY)")
@@ -226,19 +248,20 @@ def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
         f"DELETE FROM code_edges WHERE dst_id IN"
         f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))"
     ).rowcount
-    for table in ("code_types", "code_refs", "code_imports", "code_symbols"):
+    for table in ("code_types", "code_file_refs", "code_ref_keys", "code_imports", "code_symbols"):
         conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
     conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
     return gone
 
 
 def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
-    for table in ("code_edges", "code_refs", "code_imports", "code_symbols"):
+    for table in ("code_edges", "code_ref_keys", "code_imports", "code_symbols"):
         conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
-    conn.execute(
-        "DELETE FROM code_types WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
-        (tree_id,),
-    )
+    for table in ("code_types", "code_file_refs"):
+        conn.execute(
+            f"DELETE FROM {table} WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
+            (tree_id,),
+        )
     conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
 
 
@@ -264,21 +287,42 @@ def add_skipped(
     )
 
 
+@dataclass(slots=True)
+class Written:
+    """What a full build wrote, kept for the resolver (in the row shapes of the
+    ``*_for_resolver`` reads below, in the same order)."""
+
+    files: list[tuple]  # (id, path, lang, module, exports JSON)
+    symbols: list[tuple]  # code_symbols rows without rank, id order
+    imports: list[tuple]  # code_imports rows, file then statement order
+    types: list[tuple]  # (file_id, scope_id, var, type), insertion order
+    bases: list[tuple]  # (class id, base name, receiver), ref order
+
+
 class Writer:
     """Bulk insertion of parsed files with ids assigned here, so refs can be resolved
-    straight from memory after a full parse (no read-back)."""
+    straight from memory after a full parse (no read-back). With ``keep`` (a full
+    build) it also keeps what it wrote for the resolver, and holds the symbols back
+    until ``write_symbols``: they go in once, with their rank, instead of being
+    updated after the ranking."""
 
-    def __init__(self, conn: sqlite3.Connection, tree_id: int) -> None:
+    def __init__(self, conn: sqlite3.Connection, tree_id: int, keep: bool = False) -> None:
         self.conn = conn
         self.tree_id = tree_id
         self.next_symbol = conn.execute(
             "SELECT coalesce(max(id), 0) + 1 FROM code_symbols"
         ).fetchone()[0]
-        self.next_ref = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM code_refs").fetchone()[0]
+        self.next_ref = conn.execute(
+            "SELECT coalesce(max(first_id + n), 1) FROM code_file_refs"
+        ).fetchone()[0]
         self.symbols: list[tuple] = []
         self.refs: list[tuple] = []  # (id, file_id, src_id, kind, name, key, receiver, line)
+        self.file_refs: list[tuple] = []  # code_file_refs rows
+        self.keys: list[tuple] = []  # code_ref_keys rows
         self.imports: list[tuple] = []
         self.types: list[tuple] = []
+        # with keep, ``symbols`` only grows: the kept list is the same list
+        self.kept = Written([], self.symbols, [], [], []) if keep else None
 
     def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
         """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
@@ -301,6 +345,9 @@ class Writer:
             ),
         )
         fid = int(cur.lastrowid)
+        if self.kept is not None:
+            exports = None if facts.exports is None else orjson.dumps(facts.exports).decode()
+            self.kept.files.append((fid, path, lang, facts.module, exports))
         tid = self.tree_id
         base = self.next_symbol
         self.next_symbol += len(facts.symbols)
@@ -326,35 +373,67 @@ class Writer:
             (rid + i, fid, base + scope, kind, name, key, recv, line)
             for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
         )
+        bases = [r for r in facts.refs if r[0] == "base"]  # also apart: lazy lookups read them
+        if bases and self.kept is not None:
+            self.kept.bases.extend((base + r[1], r[2], r[4]) for r in bases)
+        self.file_refs.append(
+            (
+                fid,
+                rid,
+                len(facts.refs),
+                base,
+                orjson.dumps(facts.refs),
+                orjson.dumps(bases) if bases else None,
+            )
+        )
+        self.keys.extend((tid, key, fid) for key in {r[3] for r in facts.refs})
         self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
         return fid
 
     def flush(self) -> list[tuple]:
-        """Write everything queued; returns the refs written."""
-        c, tid = self.conn, self.tree_id
-        c.executemany(
-            "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
-            " end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            self.symbols,
-        )
-        c.executemany(
+        """Write everything queued (symbols only without ``keep``); returns the refs
+        written."""
+        c = self.conn
+        if self.kept is None:
+            insert_rows(
+                c,
+                "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind,"
+                " line, end_line, signature) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                self.symbols,
+            )
+            self.symbols = []
+        else:
+            self.kept.imports.extend(self.imports)
+            self.kept.types.extend(self.types)
+        insert_rows(
+            c,
             "INSERT INTO code_imports (tree_id, file_id, local, module, name, kind, line)"
             " VALUES (?,?,?,?,?,?,?)",
             self.imports,
         )
-        # the tree id is an int spelled into the statement: the rows go in as built,
-        # without a tuple per row to prepend it
         c.executemany(
-            "INSERT INTO code_refs (id, tree_id, file_id, src_id, kind, name, key, receiver, line)"
-            f" VALUES (?,{int(tid)},?,?,?,?,?,?,?)",
-            self.refs,
+            "INSERT INTO code_file_refs (file_id, first_id, n, symbol_base, refs, bases)"
+            " VALUES (?,?,?,?,?,?)",
+            self.file_refs,
         )
-        c.executemany(
-            "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
+        insert_rows(c, "INSERT INTO code_ref_keys (tree_id, key, file_id) VALUES (?,?,?)", self.keys)
+        insert_rows(
+            c, "INSERT INTO code_types (file_id, scope_id, var, type) VALUES (?,?,?,?)", self.types
         )
         refs = self.refs
-        self.symbols, self.imports, self.refs, self.types = [], [], [], []
+        self.imports, self.refs, self.types, self.file_refs, self.keys = [], [], [], [], []
         return refs
+
+    def write_symbols(self, ranks: dict[int, float]) -> None:
+        """Write the held-back symbols (``keep``) with their rank (0 when unranked)."""
+        assert self.kept is not None
+        get = ranks.get
+        insert_rows(
+            self.conn,
+            "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
+            " end_line, signature, rank) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            [(*row, get(row[0], 0.0)) for row in self.symbols],
+        )
 
 
 # -- what the resolver reads -------------------------------------------------------
@@ -386,13 +465,44 @@ def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
     ).fetchall()
 
 
-def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(class id, base name, receiver) of every base-class reference."""
+def _unpack(rows: Iterable[tuple]) -> Iterator[tuple]:
+    """Refs (id, file_id, src_id, kind, name, key, receiver, line) from code_file_refs
+    rows (file_id, first_id, symbol_base, refs)."""
+    for fid, first, base, blob in rows:
+        for i, (kind, scope, name, key, receiver, line) in enumerate(orjson.loads(blob)):
+            yield (first + i, fid, base + scope, kind, name, key, receiver, line)
+
+
+def _file_refs(conn: sqlite3.Connection, where: str, args: tuple = ()) -> list[tuple]:
     return conn.execute(
-        "SELECT src_id, name, receiver FROM code_refs WHERE kind = 'base' AND tree_id = ?"
-        " ORDER BY id",
-        (tree_id,),
+        "SELECT r.file_id, r.first_id, r.symbol_base, r.refs FROM code_file_refs r"
+        f" WHERE {where} ORDER BY r.first_id",
+        args,
     ).fetchall()
+
+
+def _tree_files(tree_id: int) -> tuple[str, tuple]:
+    return "r.file_id IN (SELECT id FROM code_files WHERE tree_id = ?)", (tree_id,)
+
+
+def _bases(rows: Iterable[tuple]) -> list[tuple]:
+    """(class id, base name, receiver) from (symbol_base, bases JSON) rows."""
+    return [
+        (base + scope, name, receiver)
+        for base, blob in rows
+        for _, scope, name, _, receiver, _ in orjson.loads(blob)
+    ]
+
+
+def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of every base-class reference, in ref order."""
+    return _bases(
+        conn.execute(
+            "SELECT symbol_base, bases FROM code_file_refs WHERE bases IS NOT NULL AND file_id IN"
+            " (SELECT id FROM code_files WHERE tree_id = ?) ORDER BY first_id",
+            (tree_id,),
+        )
+    )
 
 
 def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
@@ -437,11 +547,14 @@ def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
     ).fetchall()
 
 
-def bases_of(conn: sqlite3.Connection, class_id: int) -> list[tuple]:
-    return conn.execute(
-        "SELECT name, receiver FROM code_refs WHERE src_id = ? AND kind = 'base' ORDER BY id",
-        (class_id,),
-    ).fetchall()
+def bases_in_file(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
+    """(class id, base name, receiver) of one file's base-class references."""
+    return _bases(
+        conn.execute(
+            "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
+            (file_id,),
+        )
+    )
 
 
 def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
@@ -452,11 +565,9 @@ def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[t
     ).fetchall()
 
 
-_REF = "id, file_id, src_id, kind, name, key, receiver, line"
-
-
 def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    return conn.execute(f"SELECT {_REF} FROM code_refs WHERE tree_id = ?", (tree_id,)).fetchall()
+    """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
+    return list(_unpack(_file_refs(conn, *_tree_files(tree_id))))
 
 
 def affected_refs(
@@ -464,26 +575,36 @@ def affected_refs(
     tree_id: int,
     file_ids: Iterable[int],
     names: Iterable[str],
-    ref_ids: Iterable[int],
+    ref_files: dict[int, int],
 ) -> list[tuple]:
-    """Refs in ``file_ids``, refs whose key is in ``names``, and ``ref_ids``."""
-    out: dict[int, tuple] = {}
-    ids = _ids(conn, file_ids)
-    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE file_id IN ({ids})"):
-        out[r[0]] = r
-    ids = _ids(conn, ref_ids)
-    for r in conn.execute(f"SELECT {_REF} FROM code_refs WHERE id IN ({ids})"):
-        out[r[0]] = r
+    """Refs in ``file_ids``, refs whose key is in ``names``, and the refs ``ref_files``
+    names (ref id -> its file), in id order."""
+    names = set(names)
+    whole = set(file_ids)
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
     conn.execute("DELETE FROM tmp_names")
     conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
-    for r in conn.execute(
-        f"SELECT {_REF} FROM code_refs WHERE tree_id = ? AND key IN"
-        " (SELECT name FROM temp.tmp_names)",
-        (tree_id,),
-    ):
-        out[r[0]] = r
-    return list(out.values())
+    keyed = {
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT file_id FROM code_ref_keys WHERE tree_id = ? AND key IN"
+            " (SELECT name FROM temp.tmp_names)",
+            (tree_id,),
+        )
+    }
+    ids = _ids(conn, whole | keyed | set(ref_files.values()))
+    out = []
+    for fid, first, base, blob in _file_refs(conn, f"r.file_id IN ({ids})"):
+        refs = orjson.loads(blob)
+        if fid in whole:
+            picked = enumerate(refs, first)
+        else:  # only some refs of this file: skip the others before unpacking them
+            picked = (
+                (rid, r) for rid, r in enumerate(refs, first) if r[3] in names or rid in ref_files
+            )
+        for rid, (kind, scope, name, key, receiver, line) in picked:
+            out.append((rid, fid, base + scope, kind, name, key, receiver, line))
+    return out
 
 
 def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> set[int]:
@@ -535,12 +656,12 @@ def shape(conn: sqlite3.Connection, file_ids: Sequence[int]) -> Shape:
         f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"
     ):
         interface.add((row[0], "import", *row[1:]))
-    bases = set(
-        conn.execute(
-            f"SELECT s.qname, r.name, r.receiver FROM code_refs r JOIN code_symbols s ON s.id = r.src_id"
-            f" WHERE r.kind = 'base' AND r.file_id IN ({ids})"
-        ).fetchall()
-    )
+    qnames = dict(conn.execute(f"SELECT id, qname FROM code_symbols WHERE file_id IN ({ids})"))
+    bases = {
+        (qnames.get(r[2]), r[4], r[6])
+        for r in _unpack(_file_refs(conn, f"r.file_id IN ({ids})"))
+        if r[3] == "base"
+    }
     classes = {
         r[0]
         for r in conn.execute(
@@ -566,30 +687,40 @@ def reexporters(
     ).fetchall()
 
 
-def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> set[int]:
-    """Refs (from anywhere) whose edge points into the given files."""
+def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> dict[int, int]:
+    """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
     ids = _ids(conn, file_ids)
-    return {
-        r[0]
-        for r in conn.execute(
-            f"SELECT DISTINCT e.ref_id FROM code_edges e JOIN code_symbols s ON s.id = e.dst_id"
-            f" WHERE s.file_id IN ({ids})"
-        )
-    }
+    return dict(
+        conn.execute(
+            f"SELECT DISTINCT e.ref_id, e.file_id FROM code_edges e JOIN code_symbols s"
+            f" ON s.id = e.dst_id WHERE s.file_id IN ({ids})"
+        ).fetchall()
+    )
 
 
-def delete_edges_of_refs(conn: sqlite3.Connection, ref_ids: Iterable[int]) -> int:
-    ids = _ids(conn, ref_ids)
-    return conn.execute(f"DELETE FROM code_edges WHERE ref_id IN ({ids})").rowcount
+def delete_edges_of_refs(conn: sqlite3.Connection, refs: Iterable[tuple[int, int]]) -> int:
+    """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
+    (file, ref): deleting a file's edges (``delete_files``) uses the same index."""
+    conn.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS tmp_refs (file_id INTEGER, ref_id INTEGER,"
+        " PRIMARY KEY (file_id, ref_id))"
+    )
+    conn.execute("DELETE FROM tmp_refs")
+    conn.executemany("INSERT OR IGNORE INTO tmp_refs VALUES (?, ?)", refs)
+    return conn.execute(
+        "DELETE FROM code_edges WHERE rowid IN (SELECT e.rowid FROM temp.tmp_refs t"
+        " CROSS JOIN code_edges e ON e.file_id = t.file_id AND e.ref_id = t.ref_id)"
+    ).rowcount
 
 
 def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
     conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
 
 
-def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Iterable[tuple]) -> None:
+def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Sequence[tuple]) -> None:
     """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
-    conn.executemany(
+    insert_rows(
+        conn,
         "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
         f" VALUES ({int(tree_id)},?,?,?,?,?,?,?,?)",
         rows,
@@ -664,7 +795,10 @@ def find_symbols(
                 out.setdefault(r[0], SymbolRow(*r))
 
     if "." in query or "/" in query:
-        take("s.qname = ?", [query])
+        # a qualified name ends in the symbol's name (a module's: its last dotted part,
+        # or its file name for path keys): the name index finds it, no qname index
+        names = [query.rsplit(".", 1)[-1], posixpath.basename(query)]
+        take("s.name IN (?, ?) AND s.qname = ?", [*names, query])
         tail = query.replace("/", ".").rsplit(".", 1)[-1]
         if len(out) < limit and tail:  # the name index narrows, then the dotted tail filters
             take(

@@ -147,3 +147,23 @@ def test_name_only_edges_are_low_confidence_and_skip_builtins(tmp_path, marm_hom
     conn.close()
     calls = {(a, b, rule, conf, line) for a, _, b, _, kind, rule, conf, line in rows if kind == "call"}
     assert calls == {("b.g", "a.shout", "name-only", 0.5, 6)}  # a guess, kept, but not str()
+
+
+def test_every_qualified_name_finds_its_symbol(tmp_path, marm_home):
+    """Qualified-name lookup goes through the name index: each symbol's qname, module
+    ones included (a path key whose file name has a dot: ``vendor/jquery.min``), must
+    find that very symbol."""
+    root = write_repo(tmp_path / "repo")
+    (root / "vendor").mkdir()
+    (root / "vendor" / "jquery.min.js").write_text("function ready(fn) { return fn(); }\n")
+    conn = code_graph.connect(marm_home)
+    index_tree(conn, root, workers=1)
+    tree = code_graph.tree(conn, str(root))
+    rows = conn.execute("SELECT id, qname FROM code_symbols WHERE tree_id = ?", (tree.id,)).fetchall()
+    assert {"vendor/jquery.min", "vendor/jquery.min.ready", "pkg.util.Base.step"} <= {
+        qname for _, qname in rows
+    }
+    for sid, qname in rows:
+        found = code_graph.find_symbols(conn, tree.id, qname, limit=50, exact_only=True)
+        assert sid in {r.id for r in found}, qname
+    conn.close()
