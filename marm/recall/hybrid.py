@@ -20,11 +20,12 @@ score means the same thing across queries (hooks inject only above a threshold):
   its label, where a memory says who or what it is about ("Ana: ...",
   "PaymentService: ...": the text before a colon in its first characters; without
   one, the first characters). A name in the label is what the memory is about; a
-  name later on ("Thanks, Ana!") is often only who it talks to. Names are matched here, exactly. Common names (in more
-  than ``COMMON_NAME`` of the memories in scope: the user, a teammate, the project) are left
-  out of the ``words`` and ``meaning`` parts: such a name may be rare in the store
-  but on every memory of a project, and would swamp BM25, and it pulls a small
-  embedding model towards every memory that mentions it, whatever it says. Rare
+  name later on ("Thanks, Ana!") is often only who it talks to. Names are matched
+  here, exactly. Common names (in more than ``COMMON_NAME`` of the memories in scope:
+  the user, a teammate, the project) are left out of the ``words`` and ``meaning``
+  parts: such a name may be rare in the store but on every memory of a project, and
+  would swamp BM25, and it pulls a small embedding model towards every memory that
+  mentions it, whatever it says. Rare
   names (a pet, a book, an identifier) stay in: they are what the query is about.
 - ``time``: closeness of the memory's validity time to a date the query names
   ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
@@ -34,9 +35,8 @@ score means the same thing across queries (hooks inject only above a threshold):
 
 Candidates are the best word matches, the best vector matches, the session
 neighbours of the best word matches and the replies to the questions among both;
-the weighted sum ranks them. The weights were
-tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
-nothing in them is specific to it.
+the weighted sum ranks them. The weights were tuned on a public conversational-memory
+benchmark (LoCoMo, dev half) and rounded; nothing in them is specific to it.
 """
 
 from __future__ import annotations
