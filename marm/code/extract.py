@@ -13,6 +13,7 @@ import posixpath
 from dataclasses import dataclass, field
 from operator import itemgetter
 
+from marm.code.aliases import Alias, rewrite
 from marm.code.languages import LANGS, load
 
 #: Kinds of definitions that make the functions inside them methods.
@@ -59,8 +60,9 @@ def module_key(path: str, lang: str) -> str:
     return stem
 
 
-def extract(path: str, data: bytes, lang: str) -> Facts:
-    """Parse ``data`` (the bytes of ``path``) and collect its facts."""
+def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) -> Facts:
+    """Parse ``data`` (the bytes of ``path``) and collect its facts; ``aliases`` are the
+    repository's JS/TS import path aliases (``marm.code.aliases``)."""
     from tree_sitter import QueryCursor
 
     _, parser, query = load(lang)
@@ -159,11 +161,13 @@ def extract(path: str, data: bytes, lang: str) -> Facts:
             ]
     _scope(facts, key, defs, refs, typed, fields, LANGS[lang].self_names)
     if import_nodes or requires:
-        reader = _py_imports if lang == "python" else _js_imports
         for node in import_nodes:
-            facts.imports.extend(reader(data, node, path, key))
+            if lang == "python":
+                facts.imports.extend(_py_imports(data, node, path, key))
+            else:
+                facts.imports.extend(_js_imports(data, node, path, key, aliases))
         for node, source in requires:
-            facts.imports.extend(_js_require(data, node, source, path))
+            facts.imports.extend(_js_require(data, node, source, path, aliases))
         aliases = {
             local: name
             for local, _, name, kind, _ in facts.imports
@@ -342,10 +346,16 @@ def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
     return out
 
 
-def _js_module(path: str, source: str) -> str:
-    if not source.startswith("."):
-        return source
-    target = posixpath.normpath(posixpath.join(posixpath.dirname(path), source))
+def _js_module(path: str, source: str, aliases: tuple[Alias, ...]) -> str:
+    """The module key an import source names: a root-relative path without extension for
+    a relative or aliased source, else the source itself (a package)."""
+    if source.startswith("."):
+        target = posixpath.normpath(posixpath.join(posixpath.dirname(path), source))
+    else:
+        aliased = rewrite(source, aliases) if aliases else None
+        if aliased is None:
+            return source
+        target = aliased
     for ext in _TS_EXTS:
         if target.endswith(ext):
             target = target[: -len(ext)]
@@ -353,9 +363,9 @@ def _js_module(path: str, source: str) -> str:
     return target[: -len("/index")] if target.endswith("/index") else target
 
 
-def _js_require(data: bytes, node, source, path: str) -> list[tuple]:
+def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]) -> list[tuple]:
     """``const x = require("./m")`` binds a module; ``const {a, b: c} = require(...)`` names."""
-    module = _js_module(path, _text(data, source).strip("'\"`"))
+    module = _js_module(path, _text(data, source).strip("'\"`"), aliases)
     line = node.start_point[0] + 1
     target = node.child_by_field_name("name")
     if target is None:
@@ -375,11 +385,11 @@ def _js_require(data: bytes, node, source, path: str) -> list[tuple]:
     return out
 
 
-def _js_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
+def _js_imports(data: bytes, node, path: str, key: str, aliases: tuple[Alias, ...]) -> list[tuple]:
     source = node.child_by_field_name("source")
     if source is None:
         return []
-    module = _js_module(path, _text(data, source).strip("'\"`"))
+    module = _js_module(path, _text(data, source).strip("'\"`"), aliases)
     line = node.start_point[0] + 1
     out = []
     clause = next(

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from marm.code import aliases as import_aliases
 from marm.code import files as fs
 from marm.code.extract import Facts, extract
 from marm.store import code_graph, now
@@ -69,23 +70,23 @@ class IndexReport:
     partial: list[dict[str, str]] = field(default_factory=list)
 
 
-def _parse(item: tuple[str, str, str]) -> tuple[str, Facts | str]:
+def _parse(item: tuple[str, str, str, tuple]) -> tuple[str, Facts | str]:
     """Read and parse one file. The file is read again here (the first read, to hash it,
     kept nothing), so a large index never holds every changed file in memory."""
-    path, full_path, lang = item
+    path, full_path, lang, aliases = item
     try:
         with open(full_path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         return path, f"unreadable: {exc.strerror}"
     try:
-        return path, extract(path, data, lang)
+        return path, extract(path, data, lang, aliases)
     except Exception as exc:  # noqa: BLE001 - one bad file never stops the index
         return path, f"parser failed: {type(exc).__name__}: {exc}"
 
 
 def _parse_all(
-    items: list[tuple[str, str, str]], workers: int, bar: Any
+    items: list[tuple[str, str, str, tuple]], workers: int, bar: Any
 ) -> list[tuple[str, Facts | str]]:
     if workers <= 1 or len(items) < PARALLEL_MIN_FILES:
         out = []
@@ -145,6 +146,11 @@ def _index_tree(
     with code_graph.transaction(conn):
         tree = code_graph.tree(conn, str(root), create=True)
         assert tree is not None
+        aliases = import_aliases.load(root)
+        stamp = import_aliases.stamp(aliases)
+        if code_graph.tree_aliases(conn, tree.id) != stamp:
+            full = True  # another alias map: any import may now name another file
+            code_graph.set_tree_aliases(conn, tree.id, stamp)
         if full:
             code_graph.clear_tree(conn, tree.id)
         known = code_graph.file_states(conn, tree.id)
@@ -201,7 +207,7 @@ def _index_tree(
         ]
         report.deleted = len([p for p in gone if p in known])
         if replaced or todo or skipped:
-            _update(conn, tree.id, root, todo, skipped, replaced, full, workers, progress, report)
+            _update(conn, tree.id, root, aliases, todo, skipped, replaced, full, workers, progress, report)
         code_graph.finish_tree(conn, tree.id, now())
         report.skipped = [
             {"path": p, "reason": n}
@@ -221,6 +227,7 @@ def _update(
     conn,
     tree_id: int,
     root: Path,
+    aliases: tuple,
     todo: list,
     skipped: list,
     replaced: list[int],
@@ -246,7 +253,7 @@ def _update(
     writer = code_graph.Writer(conn, tree_id, keep=full)
     written: list[tuple] = []
     with _bar(progress, len(todo), "parsing") as bar:
-        items = [(t[0], os.path.join(root, t[0]), t[1]) for t in todo]
+        items = [(t[0], os.path.join(root, t[0]), t[1], aliases) for t in todo]
         for path, facts in _parse_all(items, workers, bar):
             _, lang, size, mtime_ns, digest = meta[path]
             if isinstance(facts, str):

@@ -47,7 +47,7 @@ INDEXES = (
 
 PART = derived.SchemaPart(
     name="code",
-    version=8,
+    version=9,
     tables=(
         "code_edges",
         "code_types",
@@ -64,7 +64,7 @@ PART = derived.SchemaPart(
         id INTEGER PRIMARY KEY, root TEXT NOT NULL UNIQUE, indexed_at TEXT,
         files INTEGER NOT NULL DEFAULT 0, lines INTEGER NOT NULL DEFAULT 0,
         symbols INTEGER NOT NULL DEFAULT 0, edges INTEGER NOT NULL DEFAULT 0,
-        unranked INTEGER NOT NULL DEFAULT 0);
+        unranked INTEGER NOT NULL DEFAULT 0, aliases TEXT);
     CREATE TABLE code_files (
         id INTEGER PRIMARY KEY, tree_id INTEGER NOT NULL, path TEXT NOT NULL, lang TEXT,
         module TEXT, size INTEGER, mtime_ns INTEGER, hash TEXT, lines INTEGER NOT NULL DEFAULT 0,
@@ -252,6 +252,15 @@ def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
         conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
     conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
     return gone
+
+
+def tree_aliases(conn: sqlite3.Connection, tree_id: int) -> str | None:
+    """The import aliases the tree was last indexed with (``marm.code.aliases.stamp``)."""
+    return conn.execute("SELECT aliases FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0]
+
+
+def set_tree_aliases(conn: sqlite3.Connection, tree_id: int, stamp: str) -> None:
+    conn.execute("UPDATE code_trees SET aliases = ? WHERE id = ?", (stamp, tree_id))
 
 
 def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:

@@ -167,3 +167,48 @@ def test_every_qualified_name_finds_its_symbol(tmp_path, marm_home):
         found = code_graph.find_symbols(conn, tree.id, qname, limit=50, exact_only=True)
         assert sid in {r.id for r in found}, qname
     conn.close()
+
+
+TSCONFIG = """{
+  // the app's path aliases, as TypeScript reads them: comments and trailing commas
+  "compilerOptions": {
+    "baseUrl": ".",
+    "paths": {"@/*": ["src/*"], "config": ["src/settings/index.ts"],},  /* http://x */
+  },
+}
+"""
+
+
+def test_tsconfig_path_aliases_resolve_imports(tmp_path, marm_home):
+    from tests.helpers import git_init
+
+    root = git_init(tmp_path / "web").resolve()
+    for rel, text in {
+        "src/lib/math.ts": "export function add(a: number, b: number) { return a + b; }\n",
+        "src/other/math.ts": "export function add(a: number, b: number) { return b + a; }\n",
+        "src/settings/index.ts": "export function load() { return 1; }\n",
+        "src/app.ts": 'import { add } from "@/lib/math";\nimport { load } from "config";\n'
+        "export function main() {\n  return add(1, load());\n}\n",
+    }.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    conn = code_graph.connect(marm_home)
+
+    def calls() -> set[tuple]:
+        tree = code_graph.tree(conn, str(root))
+        return {(a, b, rule) for a, b, kind, rule, _ in edges(conn, tree.id) if kind == "call"}
+
+    index_tree(conn, root, workers=1)
+    unaliased = calls()
+    # without the map "@/lib/math" and "config" are packages from outside the repository:
+    # load() is only a guess by its name, add() (defined twice) not even that
+    assert ("src/app.main", "src/settings.load", "name-only") in unaliased
+    assert not any(dst.endswith(".add") for _, dst, _ in unaliased)
+    (root / "tsconfig.json").write_text(TSCONFIG)
+    report = index_tree(conn, root, workers=1)  # a new alias map rebuilds the tree
+    got = calls()
+    assert report.full
+    assert ("src/app.main", "src/lib/math.add", "import") in got
+    assert ("src/app.main", "src/settings.load", "import") in got
+    assert not any(dst == "src/other/math.add" for _, dst, _ in got)
+    conn.close()
