@@ -165,7 +165,7 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
             if lang == "python":
                 facts.imports.extend(_py_imports(data, node, path, key))
             else:
-                facts.imports.extend(_js_imports(data, node, path, key, aliases))
+                facts.imports.extend(_js_imports(data, node, path, aliases))
         for node, source in requires:
             facts.imports.extend(_js_require(data, node, source, path, aliases))
         aliases = {
@@ -385,7 +385,7 @@ def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]
     return out
 
 
-def _js_imports(data: bytes, node, path: str, key: str, aliases: tuple[Alias, ...]) -> list[tuple]:
+def _js_imports(data: bytes, node, path: str, aliases: tuple[Alias, ...]) -> list[tuple]:
     source = node.child_by_field_name("source")
     if source is None:
         return []

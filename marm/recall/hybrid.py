@@ -267,10 +267,10 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
     # Context credit flows from a match to its session neighbours: the memory after a
     # word match gets the match's words score as ``before``, the memory before it as
     # ``after``; the memory after a matching question gets the question's scores.
-    prev_of, next_of = vectors.session_neighbours(store, set(words) | set(top))
+    prev_of, next_of, asking = vectors.session_neighbours(store, set(words) | set(top))
     before = {next_of[p]: words[p] for p in words if p in next_of}
     after = {prev_of[q]: words[q] for q in words if q in prev_of}
-    replies = {next_of[p]: p for p in vectors.asking(store, next_of)}
+    replies = {next_of[p]: p for p in asking if p in next_of}
     spans = dates.intervals(query)
     candidates = set(top) | set(words) | set(before) | set(after) | set(replies)
     for start, end in spans:

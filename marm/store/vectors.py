@@ -247,24 +247,28 @@ def load(store: Store, home: Path, model: str, dim: int, project: str | None) ->
     return [(ids, matrix), (d_ids, d_matrix)]
 
 
-def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, int]]:
-    """``({id: memory just before it}, {id: memory just after it})`` in its session and project.
+def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, int], set[int]]:
+    """``({id: memory just before it}, {id: memory just after it}, {ids that ask})`` in
+    their session and project.
 
     Memories of one session are a conversation: the one before often holds the question
-    or the problem a memory answers, the one after its consequence. Memories without a
+    or the problem a memory answers, the one after its consequence; a memory that asks
+    something (its text holds a "?") is answered by the one after it. Memories without a
     session, or at its edge, are left out of the respective map.
     """
     ids = list(dict.fromkeys(memory_ids))
     before: dict[int, int] = {}
     after: dict[int, int] = {}
+    asking: set[int] = set()
     for start in range(0, len(ids), 500):
         part = ids[start : start + 500]
-        for mid, prev, nxt in store.conn.execute(
+        for mid, prev, nxt, asks in store.conn.execute(
             "SELECT m.id,"
             " (SELECT max(p.id) FROM memories p WHERE p.session = m.session AND p.id < m.id"
             "  AND p.project IS m.project),"
             " (SELECT min(n.id) FROM memories n WHERE n.session = m.session AND n.id > m.id"
-            "  AND n.project IS m.project)"
+            "  AND n.project IS m.project),"
+            " instr(m.content, '?') > 0"
             f" FROM memories m WHERE m.id IN ({','.join('?' * len(part))}) AND m.session IS NOT NULL",
             part,
         ):
@@ -272,19 +276,9 @@ def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[in
                 before[mid] = prev
             if nxt is not None:
                 after[mid] = nxt
-    return before, after
-
-
-def asking(store: Store, memory_ids: Iterable[int]) -> set[int]:
-    """The memories among ``memory_ids`` that ask something (their text holds a "?")."""
-    ids = list(dict.fromkeys(int(i) for i in memory_ids))
-    out: set[int] = set()
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        out.update(r[0] for r in store.conn.execute(
-            f"SELECT id FROM memories NOT INDEXED WHERE id IN ({','.join('?' * len(part))})"
-            " AND instr(content, '?') > 0", part))
-    return out
+            if asks:
+                asking.add(mid)
+    return before, after, asking
 
 
 def visible(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, Any]:
