@@ -51,11 +51,13 @@ SETTINGS: dict[str, Setting] = {
     for s in (
         Setting("capture", "on", "hooks capture what a turn decided or fixed", "MARM_CAPTURE", ON_OFF),
         Setting("inject", "on", "hooks inject recall into the agent's context", "MARM_INJECT", ON_OFF),
-        Setting("inject.max_chars", "2000", "cap on text a hook injects", "MARM_INJECT_MAX_CHARS"),
+        Setting("inject.max_chars", "1500", "cap on text a hook injects", "MARM_INJECT_MAX_CHARS"),
         Setting("inject.recall", "auto", "recall lane for prompt hooks: auto (meaning when the "
                 "model is available) or lexical (fastest)", "MARM_INJECT_RECALL", ("auto", "lexical")),
-        Setting("inject.min_score", "0.35", "least meaning-lane score (0-1) a memory needs to be "
+        Setting("inject.min_score", "0.24", "least fused recall score (0-1) a memory needs to be "
                 "injected for a prompt", "MARM_INJECT_MIN_SCORE"),
+        Setting("inject.min_meaning", "0.35", "least cosine (0-1) between a prompt and a memory for "
+                "it to be injected", "MARM_INJECT_MIN_MEANING"),
         Setting("auto_concepts", "on", "the drain extracts concepts from new memories",
                 "MARM_AUTO_CONCEPTS", ON_OFF),
         Setting("auto_code_index", "on", "the drain re-indexes repositories hooks marked dirty",

@@ -36,6 +36,7 @@ TIMEOUT = {"session-start": 10, "prompt": 10, "post-tool": 5, "stop": 10, "pre-c
 #: Tool matchers for the post-tool event: file edits and shell commands.
 TOOL_MATCHER = {"claude": "Edit|MultiEdit|Write|NotebookEdit|Bash", "codex": "Bash|apply_patch",
                 "gemini": "write_file|replace|run_shell_command"}
+FAILURE_EVENT = "PostToolUseFailure"
 _MARM_COMMAND = re.compile(r"(?:^|[\s/\\\"'])marm(?:\.exe)?[\"']?\s+hook\s|-m\s+marm\s+hook\s")
 TOML_BLOCK = '\n# added by `marm init` (`marm init --uninstall` removes it)\n[mcp_servers.marm]\ncommand = {cmd}\nargs = {args}\n'  # noqa: E501
 
@@ -72,6 +73,10 @@ def hook_entries(agent: str, exe: str) -> dict[str, dict[str, Any]]:
         if event == "post-tool":
             group = {"matcher": TOOL_MATCHER[agent], **group}
         out[NATIVE[agent][event]] = group
+    if agent == "claude":
+        # Claude Code reports a failed tool call only as PostToolUseFailure (with an
+        # ``error`` field), never as PostToolUse: the same handler takes both.
+        out[FAILURE_EVENT] = {"matcher": "Bash", "hooks": [dict(out[NATIVE[agent]["post-tool"]]["hooks"][0])]}
     return out
 
 

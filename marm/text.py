@@ -110,7 +110,7 @@ _FIX_WORDS = re.compile(
 
 KINDS = (
     "decision", "fix", "note", "log", "summary", "todo", "research", "idea", "question",
-    "lesson", "plan", "config", "capture",
+    "lesson", "plan", "config", "capture", "episode", "convention",
 )
 
 

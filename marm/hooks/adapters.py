@@ -46,6 +46,7 @@ def parse(agent: str, event: str, raw: str) -> HookEvent:
         tool_name=_text(data.get("tool_name")),
         tool_input=tool_input if isinstance(tool_input, dict) else {},
         tool_response=data.get("tool_response"),
+        error=_text(data.get("error")),
         assistant_message=_text(last),
         transcript_path=_text(data.get("transcript_path")),
         turn_id=_text(data.get("turn_id")),

@@ -36,6 +36,7 @@ class HookEvent:
     tool_name: str | None = None        # post-tool
     tool_input: dict[str, Any] = field(default_factory=dict)
     tool_response: Any = None
+    error: str | None = None            # post-tool: a failed call's error (Claude's PostToolUseFailure)
     assistant_message: str | None = None  # stop: the turn's last assistant message
     transcript_path: str | None = None
     turn_id: str | None = None

@@ -2,14 +2,14 @@
 
 The ``Ctx`` is the hook's own (source ``hook:<event>``, the agent as platform, the
 payload's ``cwd``), so every write is tagged and scoped like any other marm write.
-Captures go through ``write_memory`` (cleaning, ``<private>``, per-project de-duplication
-inside its write transaction); slow work (embedding, concepts, re-indexing) is only
-queued, and session-end hands it to a detached drain.
+Capture (episodes, highlights, fixes) is ``ops.capture``'s; it writes through
+``write_memory`` (cleaning, ``<private>``, per-project de-duplication inside its write
+transaction). Slow work (embedding, concepts, re-indexing) is only queued, and
+session-end hands it to a detached drain.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,11 +19,16 @@ from marm.ops.context import Ctx
 from marm.store.memories import Filter
 
 #: Memories considered for a prompt before the relevance gate.
-RECALL_CANDIDATES = 8
+RECALL_CANDIDATES = 10
 #: Memories injected for a prompt at most.
-INJECT_ITEMS = 5
-BRIEF_RECENT = 5
+INJECT_ITEMS = 4
+#: The briefing: recent memories of each section considered, how many of each shown,
+#: the longest line and the whole block.
+BRIEF_POOL = 12
 BRIEF_DOUBTED = 3
+BRIEF_EPISODES = 3
+BRIEF_ITEM = 220
+BRIEF_CHARS = 1500
 
 
 def _on(ctx: Ctx, key: str) -> bool:
@@ -45,7 +50,8 @@ def _max_chars(ctx: Ctx) -> int:
 
 
 def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
-    """A short briefing: latest decisions and fixes, active notebook, what needs review."""
+    """A short briefing: active decisions and conventions, open problems, recent fixes,
+    the active notebook."""
     from marm.hooks import inject
     from marm.ops.results import one_line
     from marm.scope import display
@@ -56,74 +62,89 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     store = ctx.store()
     project = ctx.project()
     flt = Filter(project=project)
-    recent = memories.recent(store, flt, limit=BRIEF_RECENT, kinds=("decision", "fix"))
+    decisions = inject.current(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("decision", "convention")))
+    fixes = inject.current(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("fix", "lesson")))
     doubted = memories.recent(store, Filter(project=project, statuses=("doubted",)), limit=BRIEF_DOUBTED)
+    episodes = [] if decisions or fixes else memories.recent(store, flt, limit=BRIEF_EPISODES, kinds=("episode",))
     sessions = dict.fromkeys(s for s in (ev.session_id, ctx.session()) if s)
     active = {e.name: e for s in sessions for e in notebook.active_for(store, s)}
     return inject.fence(
+        ev.agent,
         f"marm briefing for {display(project)}. Ids work with `marm show ID`; "
         "`marm recall QUERY` finds more.",
         [
-            ("Latest decisions and fixes:", [inject.item(m) for m in recent]),
-            ("Active notebook entries:", [f"{e.name}: {one_line(e.content, 300)}"
-                                          for e in active.values()]),
-            ("Doubted, needs review (`marm restore ID` or `marm retract ID`):",
-             [inject.item(m) for m in doubted]),
+            ("Active notebook entries:", [f"{e.name}: {one_line(e.content, 300)}" for e in active.values()]),
+            ("Decisions and conventions:", [inject.item(m, limit=BRIEF_ITEM) for m in decisions]),
+            ("Open problems (doubted; `marm restore ID` or `marm retract ID`):",
+             [inject.item(m, limit=BRIEF_ITEM) for m in doubted]),
+            ("Recent fixes and lessons:", [inject.item(m, limit=BRIEF_ITEM) for m in fixes]),
+            ("Recent work:", [inject.item(m, limit=BRIEF_ITEM) for m in episodes]),
         ],
-        _max_chars(ctx),
+        min(BRIEF_CHARS, _max_chars(ctx)),
     )
 
 
 def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
-    """The few stored memories relevant to the prompt, with ids; nothing otherwise."""
+    """Journal the prompt; inject the few stored memories relevant to it that the agent
+    does not already have (nothing from this session since its last compaction)."""
     from marm import recall
+    from marm.capture.sentences import is_english
     from marm.hooks import inject
+    from marm.ops import capture
 
     text = ev.prompt
-    if not text or not _on(ctx, "inject") or inject.is_trivial(text):
+    if not text:
+        return None
+    if ev.session_id and _on(ctx, "capture"):
+        capture.note_prompt(ctx, ev.session_id, text, ev.transcript_path, ev.agent)
+    if not _on(ctx, "inject") or inject.is_trivial(text):
         return None
     lane = ctx.setting("inject.recall")
     single = not any(c.isspace() for c in text.strip())
-    mode = "exact" if single else ("lexical" if lane == "lexical" else "hybrid")
+    # The embedding model reads English; other languages are matched on their words.
+    mode = "exact" if single else ("lexical" if lane == "lexical" or not is_english(text) else "hybrid")
     query = text if single else " ".join(text.split()[:200])
     flt = Filter(project=ctx.project())
     store = ctx.store()
     try:
-        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, mode)
+        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, mode, embed_backlog=False)
     except MarmError:
         if mode != "hybrid":
             raise
         outcome = recall.run(store, query, flt, RECALL_CANDIDATES, "lexical")
-    hits = inject.relevant(outcome.hits, text, _number(ctx, "inject.min_score"))
+    hits = outcome.hits
+    if ev.session_id:
+        since = capture.in_context_since(ctx, ev.session_id)
+        hits = [h for h in hits if h.memory.session != ev.session_id or h.memory.recorded_at <= since]
+    hits = inject.relevant(hits, text, _number(ctx, "inject.min_score"), _number(ctx, "inject.min_meaning"))
     return inject.fence(
+        ev.agent,
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",
-        [("", [inject.item(h.memory) for h in hits[:INJECT_ITEMS]])],
+        [("", [inject.item(h.memory, query=text) for h in hits[:INJECT_ITEMS]])],
         _max_chars(ctx),
     )
 
 
 def post_tool(ctx: Ctx, ev: HookEvent) -> None:
-    """Mark the repository of every edited file dirty for the code graph, and keep the
-    error line of a failed shell command."""
-    from marm.hooks import capture
+    """Mark the repository of every edited file dirty for the code graph; journal the
+    edit or the failure for the turn's episode (a pass after a failure is a fix)."""
+    from marm.capture import tools
+    from marm.ops import capture
     from marm.store import code_repos
 
     cwd = Path(ev.cwd or ".")
+    files = tools.touched_files(ev.tool_name, ev.tool_input)
     repos = {}
-    for name in capture.touched_files(ev.tool_name, ev.tool_input):
+    for name in files:
         path = cwd / Path(name).expanduser()
         top = _work_tree(path.parent)
         if top is not None:
             repos[str(top)] = ctx.project(str(top))
     for top, project in repos.items():
         code_repos.mark_dirty(ctx.store(), top, project)
-    failed = capture.failed_command(ev.tool_name, ev.tool_input, ev.tool_response)
-    if failed and _on(ctx, "capture"):
-        from marm.ops.memory import write_memory
-
-        command, line = failed
-        write_memory(ctx, f"Command failed: {command}\n{line}", kind="capture",
-                     session=ev.session_id, metadata={"tool": ev.tool_name, "agent": ev.agent})
+    if ev.session_id and _on(ctx, "capture"):
+        response = {"error": ev.error} if ev.error else ev.tool_response
+        capture.note_tool(ctx, ev.session_id, ev.tool_name, ev.tool_input, response, files, ev.agent)
 
 
 def _work_tree(directory: Path) -> Path | None:
@@ -139,53 +160,34 @@ def _work_tree(directory: Path) -> Path | None:
     return None
 
 
-def _capture(ctx: Ctx, ev: HookEvent, texts: list[str]) -> None:
-    from marm.hooks import capture
-    from marm.ops.memory import write_memory
-
-    if not _on(ctx, "capture"):
-        return
-    for text in texts:
-        found = capture.decided(text)
-        if found is None:
-            continue
-        body, kind = found
-        where = {"agent": ev.agent, "turn": ev.turn_id, "trigger": ev.reason}
-        try:
-            write_memory(ctx, body, kind=kind, session=ev.session_id,
-                         metadata={k: v for k, v in where.items() if v})
-        except MarmError as exc:  # refused (retracted text) or nothing left after cleaning
-            print(f"marm hook: capture skipped: {exc.message}", file=sys.stderr)
-
-
 def stop(ctx: Ctx, ev: HookEvent) -> None:
-    """Keep what the turn decided or fixed, from the turn's last assistant message (or,
-    when the agent does not send it, the transcript's last one)."""
-    from marm.hooks import capture
+    """The turn becomes an episode and its highlights (all its assistant messages, from
+    the transcript; the final one from the payload when the agent sends it)."""
+    from marm.ops import capture
 
-    if ev.assistant_message:
-        texts = [ev.assistant_message]
-    elif ev.transcript_path:
-        texts = capture.transcript_messages(ev.transcript_path, limit=1)
-    else:
-        texts = []
-    _capture(ctx, ev, texts)
+    if ev.session_id and _on(ctx, "capture"):
+        capture.capture_turn(ctx, ev.session_id, ev.transcript_path, ev.assistant_message, ev.agent,
+                             turn_id=ev.turn_id)
 
 
 def pre_compact(ctx: Ctx, ev: HookEvent) -> None:
-    """Before the agent summarises its context away: capture what recent turns decided
-    or fixed (turns the stop hook already kept are the same text, so not stored twice)."""
-    from marm.hooks import capture
+    """Before the agent summarises its context away: the open turn's highlights so far,
+    and the mark after which this session's memories may be injected again."""
+    from marm.ops import capture
 
-    if ev.transcript_path:
-        _capture(ctx, ev, capture.transcript_messages(ev.transcript_path))
+    if ev.session_id and _on(ctx, "capture"):
+        capture.note_compact(ctx, ev.session_id, ev.transcript_path, ev.agent)
 
 
 def session_end(ctx: Ctx, ev: HookEvent) -> None:
-    """Hand queued work (embeddings, concepts, dirty repositories) to a detached drain."""
+    """Capture a turn left open, then hand queued work (embeddings, concepts, dirty
+    repositories) to a detached drain."""
     from marm import drain
+    from marm.ops import capture
     from marm.store import code_repos, outbox
 
+    if ev.session_id and _on(ctx, "capture"):
+        capture.close_session(ctx, ev.session_id, ev.transcript_path, ev.agent)
     store = ctx.store()
     if any(v["pending"] for v in outbox.counts(store).values()) or code_repos.dirty(store):
         drain.detach(ctx)

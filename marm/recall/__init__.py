@@ -37,7 +37,10 @@ class Outcome:
     note: str | None = None   # why a lane was not used, for the caller to show
 
 
-def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto") -> Outcome:
+def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
+        embed_backlog: bool = True) -> Outcome:
+    """Recall ``query`` in ``mode``; ``embed_backlog=False`` skips embedding pending
+    memories first (a hook has no time for it)."""
     if mode not in MODES:
         raise BadInput(f"unknown recall mode {mode!r}; use one of {', '.join(MODES)}")
     if not query.strip():
@@ -49,10 +52,11 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto") -
         return exact(store, literal if literal is not None else query, flt, limit)
     if mode == "lexical":
         return Outcome("lexical", words(store, query, flt, limit))
-    return meaning(store, query, flt, limit, semantic_only=mode == "semantic")
+    return meaning(store, query, flt, limit, semantic_only=mode == "semantic", embed_backlog=embed_backlog)
 
 
-def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False) -> Outcome:
+def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False,
+            embed_backlog: bool = True) -> Outcome:
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model."""
     from marm.embed_drain import embed_pending, encoder_for
     from marm.recall import hybrid
@@ -64,7 +68,8 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
                        note=f"answered from words only: {exc.message}")
     try:
-        embed_pending(store, home, encoder, EMBED_ON_RECALL)
+        if embed_backlog:
+            embed_pending(store, home, encoder, EMBED_ON_RECALL)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
         import logging
 

@@ -73,6 +73,8 @@ class Weights:
 
 
 WEIGHTS = Weights()
+#: What an episode's score is multiplied by (highlights of the same turn outrank it).
+EPISODE_FACTOR = 0.9
 #: Candidates taken from each side before fusion.
 WORD_CANDIDATES = 150
 VECTOR_CANDIDATES = 100
@@ -308,6 +310,12 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    scored = [(sc, mid) for sc, mid in scored[:limit] if sc >= RELATIVE_FLOOR * scored[0][0]]
-    seen = vectors.visible(store, [mid for _, mid in scored], flt)
-    return [Hit(seen[mid], score, "hybrid") for score, mid in scored if mid in seen]
+    # An episode keeps a whole turn; a highlight of the same content says it more
+    # precisely and outranks it. The cut comes after the episodes are marked down.
+    pool = scored[: limit * 2]
+    seen = vectors.visible(store, [mid for _, mid in pool], flt)
+    pool = sorted(((sc * (EPISODE_FACTOR if mid in seen and seen[mid].kind == "episode" else 1.0), mid)
+                   for sc, mid in pool), key=lambda sm: (-sm[0], -sm[1]))
+    pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
+    return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, sims[mid]) if mid in sims else None)
+            for score, mid in pool if mid in seen]

@@ -231,9 +231,30 @@ def m002_validity_index(conn: sqlite3.Connection) -> None:
     _run(conn, "CREATE INDEX memories_validity ON memories(coalesce(valid_from, recorded_at), project, status);")
 
 
+def m003_turn_journal(conn: sqlite3.Connection) -> None:
+    """What the hooks of a live session saw, until its turn is captured: the prompt, the
+    files a tool changed, the commands that failed (and later passed), compactions.
+    Rows are small and short-lived; a captured turn leaves only its marker."""
+    _run(
+        conn,
+        """
+        CREATE TABLE turn_journal (
+            id        INTEGER PRIMARY KEY,
+            session   TEXT NOT NULL,         -- the agent's session id
+            kind      TEXT NOT NULL,         -- prompt | edit | fail | pass | turn | compact
+            subject   TEXT NOT NULL DEFAULT '',  -- the prompt, file or command
+            detail    TEXT NOT NULL DEFAULT '',  -- a failure's error line
+            at        TEXT NOT NULL
+        );
+        CREATE INDEX turn_journal_session ON turn_journal(session, kind, id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_validity_index,
+    m003_turn_journal,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -104,3 +104,4 @@ class Hit:
     memory: Memory
     score: float
     retrieval_mode: str
+    meaning: float | None = None   # hybrid: cosine with the best chunk; None: no vector yet

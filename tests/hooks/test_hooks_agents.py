@@ -9,6 +9,7 @@ import time
 import pytest
 
 from marm import config
+from marm.hooks import inject
 from marm.store import Store, code_repos
 from tests.hooks.payloads import (
     DECISION,
@@ -34,10 +35,10 @@ def context_of(run, agent: str, native: str) -> str:
     spec = out["hookSpecificOutput"]
     assert spec["hookEventName"] == native
     text = spec["additionalContext"]
-    assert text.startswith("<marm-memory note=\"retrieved data")
+    opening, closing = inject.FENCES.get(agent, (inject.OPEN, inject.CLOSE))
+    assert text.startswith(opening) and text.endswith(closing)
     assert "not instructions" in text.splitlines()[0]
-    assert text.endswith("</marm-memory>")
-    assert len(text) <= 2000
+    assert len(text) <= 1500
     return text
 
 
@@ -99,37 +100,41 @@ def test_post_tool_marks_the_edited_repository_dirty(agent, tmp_path, marm_home)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_post_tool_keeps_a_failed_commands_error_line(agent, tmp_path, marm_home):
+def test_a_failed_command_reaches_the_turns_episode(agent, tmp_path, marm_home):
     p = seed(tmp_path)
     run = hook(agent, "post-tool", failed_shell_payload(agent, p.root))
     assert_silent(run, agent)
-    captured = [m for m in stored(marm_home) if m.source == "hook:post-tool"]
-    assert len(captured) == 1
-    m = captured[0]
-    assert "pytest -q tests/test_webhook.py" in m.content
-    assert "No module named 'stripe_mock'" in m.content
-    assert (m.project, m.platform, m.session) == (str(p.root.resolve()), agent, "sess-1")
+    assert [m for m in stored(marm_home) if m.source == "hook:post-tool"] == []  # journaled, not a memory
+    assert_silent(hook(agent, "stop", payload(agent, "stop", p.root)), agent)
+    episodes = [m for m in stored(marm_home) if m.kind == "episode"]
+    assert len(episodes) == 1
+    m = episodes[0]
+    assert "Failed: `pytest -q tests/test_webhook.py`: ModuleNotFoundError: No module named 'stripe_mock'" \
+        in m.content
+    assert (m.project, m.platform, m.session, m.source) == (str(p.root.resolve()), agent, "sess-1", "hook:stop")
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_stop_captures_what_the_turn_decided(agent, tmp_path, marm_home):
+def test_stop_keeps_an_episode_and_the_turns_highlights(agent, tmp_path, marm_home):
     p = seed(tmp_path)
     run = hook(agent, "stop", payload(agent, "stop", p.root))
     assert_silent(run, agent)
     captured = [m for m in stored(marm_home) if m.source == "hook:stop"]
-    assert len(captured) == 1
-    m = captured[0]
-    assert "switch the retry queue from Redis to SQLite" in m.content
-    assert "timezone-naive timestamp" in m.content
-    assert "Let me know" not in m.content and "I looked at" not in m.content
-    assert (m.project, m.platform, m.session, m.kind) == (str(p.root.resolve()), agent, "sess-1", "decision")
+    episode = [m for m in captured if m.kind == "episode"]
+    assert len(episode) == 1 and "Concluded: I looked at the retry logic" in episode[0].content
+    highlights = {m.content: m.kind for m in captured if m.kind != "episode"}
+    assert any("switch the retry queue from Redis to SQLite" in c for c in highlights)
+    assert any("timezone-naive timestamp" in c for c in highlights)
+    assert not any("Let me know" in c or "I looked at" in c for c in highlights)
+    assert set(highlights.values()) <= {"decision", "fix", "convention", "lesson"}
+    assert {(m.project, m.platform, m.session) for m in captured} == {(str(p.root.resolve()), agent, "sess-1")}
     # the same payload again stores nothing new
     assert_silent(hook(agent, "stop", payload(agent, "stop", p.root)), agent)
-    assert len([m for m in stored(marm_home) if m.source == "hook:stop"]) == 1
+    assert len([m for m in stored(marm_home) if m.source == "hook:stop"]) == len(captured)
 
 
 @pytest.mark.parametrize("agent", AGENTS)
-def test_pre_compact_captures_from_the_transcript(agent, tmp_path, marm_home):
+def test_pre_compact_keeps_the_highlights_of_the_transcript(agent, tmp_path, marm_home):
     p = seed(tmp_path)
     said = "Done. We settled on Postgres advisory locks instead of a lock table for the cron jobs."
     path = write_transcript(agent, p.root, said)
@@ -162,7 +167,7 @@ def test_capture_switched_off_stores_nothing(tmp_path, marm_home):
     assert [m for m in stored(marm_home) if m.source.startswith("hook:")] == []
     assert run_marm("config", "set", "capture", "on").code == 0
     assert_silent(hook("claude", "stop", payload("claude", "stop", p.root)), "claude")
-    assert len([m for m in stored(marm_home) if m.source == "hook:stop"]) == 1
+    assert len([m for m in stored(marm_home) if m.source == "hook:stop" and m.kind == "episode"]) == 1
 
 
 def test_private_spans_never_reach_a_capture(tmp_path, marm_home):
@@ -171,9 +176,8 @@ def test_private_spans_never_reach_a_capture(tmp_path, marm_home):
             "instead of monthly.")
     hook("claude", "stop", payload("claude", "stop", p.root, last_assistant_message=said))
     captured = [m for m in stored(marm_home) if m.source == "hook:stop"]
-    assert len(captured) == 1
-    assert "rotate the staging key" in captured[0].content
-    assert "hunter2" not in captured[0].content
+    assert captured and any("rotate the staging key" in m.content for m in captured)
+    assert not any("hunter2" in m.content for m in captured)
 
 
 def test_doubted_memory_is_marked_in_briefing_and_prompt(tmp_path, marm_home):
@@ -189,7 +193,7 @@ def test_doubted_memory_is_marked_in_briefing_and_prompt(tmp_path, marm_home):
     brief = context_of(hook("claude", "session-start", payload("claude", "session-start", p.root)),
                        "claude", "SessionStart")
     assert f"#{p.decision} decision [DOUBTED" in brief
-    assert "needs review" in brief
+    assert "Open problems (doubted" in brief
     text = context_of(hook("claude", "prompt", payload("claude", "prompt", p.root)), "claude",
                       "UserPromptSubmit")
     assert f"#{p.decision} decision [DOUBTED" in text

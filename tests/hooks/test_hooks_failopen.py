@@ -39,7 +39,7 @@ def test_missing_or_vanished_cwd(tmp_path, marm_home):
     assert [m for m in stored(marm_home) if m.source == "hook:stop"] == []
     # the same payload with its cwd is captured: the failures above were about the cwd
     assert hook("claude", "stop", payload("claude", "stop", p.root)).code == 0
-    assert len([m for m in stored(marm_home) if m.source == "hook:stop"]) == 1
+    assert len([m for m in stored(marm_home) if m.source == "hook:stop" and m.kind == "episode"]) == 1
 
 
 @pytest.mark.parametrize("event", ["session-start", "prompt", "stop"])

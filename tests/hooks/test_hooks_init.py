@@ -80,10 +80,13 @@ def test_init_merges_is_idempotent_and_uninstalls_byte_for_byte(tmp_path):
         "matcher": "Write", "hooks": [{"type": "command", "command": 'prettier --write "$FILE"'}]}
     assert claude["hooks"]["SessionStart"][0] == {"hooks": [{"type": "command", "command": "echo hello"}]}
     commands = marm_commands(claude)
-    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "PreCompact",
-                             "SessionEnd"}
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop",
+                             "PreCompact", "SessionEnd"}
     assert all(len(c) == 1 for c in commands.values())
     assert commands["Stop"][0].endswith("hook stop --agent claude")
+    # a failed tool call comes only as PostToolUseFailure: the post-tool handler takes it
+    assert commands["PostToolUseFailure"][0].endswith("hook post-tool --agent claude")
+    assert claude["hooks"]["PostToolUseFailure"][0]["matcher"] == "Bash"
     assert claude["hooks"]["PostToolUse"][1]["matcher"] == "Edit|MultiEdit|Write|NotebookEdit|Bash"
 
     state = json.loads((home / ".claude.json").read_text())

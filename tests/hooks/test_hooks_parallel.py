@@ -47,7 +47,7 @@ def test_fifty_parallel_stops_store_fifty_captures_once(tmp_path, marm_home):
         assert all(r.returncode == 0 for r in results)
         assert [r.stderr for r in results if r.stderr] == []
         assert all(r.stdout == b"" for r in results)
-        captured = [m for m in stored(marm_home) if m.source == "hook:stop"]
+        captured = [m for m in stored(marm_home) if m.source == "hook:stop" and m.kind == "episode"]
         assert len(captured) == N, f"round {round_}"
         assert sorted(int(m.content.split(" at ")[1].split()[0]) for m in captured) == list(range(N))
         assert all(m.project == str(p.root.resolve()) for m in captured)

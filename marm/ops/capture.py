@@ -1,0 +1,158 @@
+"""Capture from live sessions: what the hooks see becomes episodes, highlights and fixes.
+
+The hooks are separate processes, so each notes what it sees in the turn journal
+(``store.journal``) and the hook that ends a turn reads it back:
+
+- prompt: the prompt is journaled; a turn still open from before (no Stop came: the
+  user interrupted it) is captured first, as interrupted.
+- post-tool: an edited file, or a failed command with its error line, is journaled; a
+  command that passes after failing earlier in the session becomes one ``fix`` memory.
+- stop: the turn becomes an ``episode`` (prompt, conclusion, files, failures) plus the
+  ``highlights`` of all its assistant messages (read from the transcript).
+- pre-compact: the open turn's highlights so far, and a compaction mark (what the agent
+  had in context before it is no longer there, so it may be injected again).
+- session-end: the open turn, as interrupted.
+
+Everything goes through ``write_memory`` (cleaning, redaction, per-project
+de-duplication), with the hook's source, agent and session. A turn is written in one
+transaction with its journal marker, so a turn is captured once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from marm.capture import episode, highlights, tools
+from marm.capture.transcript import last_turn
+from marm.errors import MarmError
+from marm.ops.context import Ctx
+from marm.ops.memory import write_memory
+from marm.store import journal
+
+log = logging.getLogger("marm.capture")
+
+
+@dataclass(frozen=True, slots=True)
+class Captured:
+    episode: int | None = None
+    highlights: int = 0
+    fix: int | None = None
+
+
+def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any]) -> int | None:
+    """One captured memory; a refused or empty text is skipped, never fatal."""
+    try:
+        result = write_memory(ctx, text, kind=kind, session=session,
+                              metadata={k: v for k, v in metadata.items() if v})
+    except MarmError as exc:
+        log.info("capture skipped: %s", exc.message)
+        return None
+    return result.id if result.created else None
+
+
+def _root(ctx: Ctx) -> str | None:
+    return str(ctx.cwd) if ctx.cwd else None
+
+
+def note_prompt(ctx: Ctx, session: str, prompt: str, transcript: str | None, agent: str) -> None:
+    """Journal a new prompt, first capturing a turn left open by an interruption."""
+    head, _ = journal.open_turn(ctx.store(), session)
+    if head is not None:
+        capture_turn(ctx, session, transcript, None, agent, interrupted=True)
+    journal.add(ctx.store(), session, "prompt", prompt[:8000])
+
+
+def note_tool(ctx: Ctx, session: str, tool_name: str | None, tool_input: dict[str, Any], response: Any,
+              files: list[str], agent: str) -> int | None:
+    """Journal what one tool call changed or how it failed; a pass after a failure of
+    the same command becomes a ``fix`` memory (its id is returned)."""
+    store = ctx.store()
+    for name in files:
+        journal.add(store, session, "edit", name)
+    command = tools.shell_command(tool_name, tool_input)
+    if command is None:
+        return None
+    failed = tools.failed_command(tool_name, tool_input, response)
+    if failed is not None:
+        journal.add(store, session, "fail", command, failed[1])
+        return None
+    earlier = journal.open_failure(store, session, command)
+    if earlier is None:
+        return None
+    text = episode.fix_text(command, earlier.detail, journal.edits_since(store, session, earlier.id), _root(ctx))
+    with store.write():
+        journal.add(store, session, "pass", command)
+        return _write(ctx, text, "fix", session, {"agent": agent, "captured": "fix"})
+
+
+def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: str | None, agent: str,
+                 *, interrupted: bool = False, turn_id: str | None = None,
+                 episode_too: bool = True) -> Captured:
+    """Capture the session's open turn (or, with nothing journaled, the transcript's
+    last turn): its episode and highlights, then mark it captured."""
+    store = ctx.store()
+    head, rows = journal.open_turn(store, session)
+    prompt = head.subject if head is not None else None
+    seen = last_turn(transcript, prompt)
+    if prompt is None:  # no prompt hook saw this turn: the transcript or the payload tells it
+        marker = journal.last(store, session, ("turn",))
+        if seen is None and not final_message:
+            return Captured()
+        if seen is not None and not final_message and episode_too and marker is not None \
+                and marker.subject == seen.prompt[:8000]:
+            return Captured()  # this turn was captured already
+        prompt = seen.prompt if seen is not None else ""
+    messages = list(seen.messages) if seen is not None else []
+    if final_message and (not messages or " ".join(messages[-1].split()) != " ".join(final_message.split())):
+        messages.append(final_message.strip())
+    record = episode.TurnRecord(
+        prompt=prompt,
+        conclusion=messages[-1] if messages else "",
+        messages=messages,
+        files=[r.subject for r in rows if r.kind == "edit"] + (seen.files if seen else []),
+        failures=[(r.subject, r.detail) for r in rows if r.kind == "fail"] + (seen.failures if seen else []),
+        interrupted=interrupted or bool(seen and seen.interrupted and not final_message),
+    )
+    where = {"agent": agent, "turn": turn_id}
+    with store.write():
+        found = highlights.highlights(messages)
+        kept = sum(_write(ctx, h.text, h.kind, session,
+                          {**where, "captured": "highlight", "label": h.label, "score": round(h.score, 3)})
+                   is not None for h in found)
+        episode_id = None
+        if episode_too:
+            body = episode.text(record, _root(ctx))
+            if body:
+                episode_id = _write(ctx, body, "episode", session, {**where, "captured": "episode",
+                                                                    "interrupted": record.interrupted})
+            journal.add(store, session, "turn", prompt[:8000])
+    return Captured(episode_id, kept)
+
+
+def note_compact(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Captured:
+    """Before a compaction: the open turn's highlights so far, then the mark after
+    which this session's memories are no longer in the agent's context."""
+    done = capture_turn(ctx, session, transcript, None, agent, episode_too=False)
+    journal.add(ctx.store(), session, "compact")
+    return done
+
+
+def in_context_since(ctx: Ctx, session: str) -> str:
+    """The time after which this session's memories are in the agent's context (its
+    last compaction, else its start): a prompt hook does not inject them again."""
+    mark = journal.last(ctx.store(), session, ("compact",))
+    return mark.at if mark is not None else ""
+
+
+def close_session(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Captured:
+    """At session end: the turn left open (no Stop came), as interrupted; old journal
+    rows of every session are dropped."""
+    from datetime import datetime, timedelta, timezone
+
+    head, _ = journal.open_turn(ctx.store(), session)
+    done = capture_turn(ctx, session, transcript, None, agent, interrupted=True) if head else Captured()
+    cutoff = datetime.now(timezone.utc) - timedelta(days=journal.KEEP_DAYS)
+    journal.prune(ctx.store(), cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    return done
