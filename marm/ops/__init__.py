@@ -67,6 +67,9 @@ COMMANDS: dict[str, dict[str, str]] = {
     "marm.ops.serve": {
         "mcp": "Serve marm's operations as MCP tools over STDIO, until the client disconnects.",
     },
+    "marm.ops.view": {
+        "view": "See and fix your memory in a browser: one self-contained HTML page, no daemon.",
+    },
 }
 MODULES = tuple(COMMANDS)
 

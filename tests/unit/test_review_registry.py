@@ -89,6 +89,8 @@ EXEMPT: dict[str, str] = {
     "drain": "works through tasks already queued (and recorded) by the writes that queued "
              "them; it changes only outbox bookkeeping, leases and derived data (vectors, graphs)",
     "mcp": "serves the other ops as tools; each of those records its own events",
+    "view": "writes a page file outside the store, or serves a page whose actions are other "
+            "ops (doubt, retract, ...), each recording its own events",
     "concepts build": "rebuilds the disposable derived graph from the store; the durable store "
                       "(memories, verdicts) is only read",
 }
