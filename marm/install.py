@@ -175,11 +175,21 @@ def _json_edit(edit: Callable[[Jsonc], None]) -> Callable[[str | None], str | No
     return apply
 
 
+#: Codex sends its first model request once its required MCP servers are up, waiting
+#: for optional ones (marm) only ``mcp_optional_startup_grace_ms``; so that the first
+#: request already lists marm's tools, init gives them this long (when the user set no
+#: grace of their own). A required server would be waited for without limit, and a
+#: broken one would stop Codex from starting: marm stays optional.
+CODEX_GRACE_MS = 5000
+
+
 def _add_toml(exe: str) -> Callable[[str | None], str | None]:
     """Codex's ``[mcp_servers.marm]``, updated in whatever form it already has (a table,
     an inline table, dotted keys), never added twice."""
     def apply(text: str | None) -> str | None:
         doc = toml_doc(text)
+        if "mcp_optional_startup_grace_ms" not in doc:
+            doc["mcp_optional_startup_grace_ms"] = CODEX_GRACE_MS
         entry = mcp_entry(exe)
         servers = doc.get("mcp_servers")
         if servers is None:
@@ -210,6 +220,8 @@ def _remove_toml(text: str | None) -> str | None:
     servers = doc.get("mcp_servers")
     if not isinstance(servers, dict) or "marm" not in servers:
         return text
+    if doc.get("mcp_optional_startup_grace_ms") == CODEX_GRACE_MS:
+        del doc["mcp_optional_startup_grace_ms"]
     del servers["marm"]
     if not servers:
         del doc["mcp_servers"]
@@ -311,6 +323,18 @@ def hand_files(exe: str = "marm") -> dict[str, str]:
         for agent, name in (("claude", "settings.json"), ("codex", "hooks.json"),
                             ("gemini", "settings.json"))
     }
+
+
+def trust_steps(agents: list[str]) -> list[str]:
+    """The one step each agent still needs from the user before marm's part runs."""
+    out = []
+    if "codex" in agents:
+        out.append("Codex skips hooks nobody has trusted: start `codex`, open /hooks and trust marm's "
+                   "(again after an init that changed them); `marm doctor` checks it")
+    if "gemini" in agents:
+        out.append("Gemini CLI runs no MCP server and no hooks in a folder it does not trust: trust "
+                   "your project folder when Gemini asks (or with /permissions); `marm doctor` checks it")
+    return out
 
 
 # --- applying a plan -------------------------------------------------------------------
@@ -453,9 +477,6 @@ def apply(
         manifest_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         _write(manifest_path, orjson.dumps(manifest, option=orjson.OPT_INDENT_2).decode() + "\n")
     changes = [change for *_, change in worked]
-    if not uninstall and "codex" in agents:
-        notes.append("Codex runs hooks only once trusted: open /hooks in Codex to trust marm's "
-                     "(older versions also need `[features] codex_hooks = true` in config.toml)")
-    if not uninstall and "gemini" in agents:
-        notes.append("older Gemini CLI versions also need \"tools\": {\"enableHooks\": true}")
+    if not uninstall:
+        notes.extend(trust_steps(agents))
     return changes, notes

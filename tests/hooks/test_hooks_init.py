@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+
 from pathlib import Path
 
+from marm.configfile import load_toml
 from marm.install import hand_files, is_marm
 from tests.helpers import run_marm
 from tests.hooks.payloads import payload, seed
@@ -95,7 +97,10 @@ def test_init_merges_is_idempotent_and_uninstalls_byte_for_byte(tmp_path):
     assert codex["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
     assert marm_commands(codex)["PostToolUse"][0].endswith("hook post-tool --agent codex")
     toml = (home / ".codex/config.toml").read_text()
-    assert toml.startswith(CODEX_TOML) and "[mcp_servers.marm]" in toml
+    assert "[mcp_servers.marm]" in toml and toml.endswith("[mcp_servers.marm]\ncommand = " + toml.split("[mcp_servers.marm]\ncommand = ")[1])
+    assert load_toml(toml)["mcp_optional_startup_grace_ms"] == 5000  # Codex waits for marm's tools
+    assert CODEX_TOML.split("\n\n")[1] in toml and toml.startswith('model = "gpt-5-codex"\n')
+    assert any("/hooks" in n for n in result["notes"]) and any("trust" in n and "Gemini" in n for n in result["notes"])
 
     gemini = json.loads((home / ".gemini/settings.json").read_text())
     assert gemini["theme"] == "GitHub"
@@ -226,8 +231,6 @@ CODEX_FORMS = {
 
 
 def test_codex_updates_marm_in_whatever_form_it_has_and_never_adds_a_second(tmp_path):
-    import tomllib
-
     for form, text in CODEX_FORMS.items():
         home = tmp_path / form
         toml = home / ".codex" / "config.toml"
@@ -235,7 +238,7 @@ def test_codex_updates_marm_in_whatever_form_it_has_and_never_adds_a_second(tmp_
         toml.write_text(text)
         init(home, "--codex", "--mcp")
         after = toml.read_text()
-        data = tomllib.loads(after)  # it parses (a duplicate key would raise)
+        data = load_toml(after)  # it parses (a duplicate key would raise)
         assert set(data["mcp_servers"]) == {"marm", "other"}, form
         assert data["mcp_servers"]["marm"]["command"].endswith("marm"), form
         assert data["mcp_servers"]["marm"]["command"] != "old-marm", form
