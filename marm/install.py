@@ -141,13 +141,17 @@ def mcp_entry(exe: str) -> dict[str, Any]:
     return {"command": words[0], "args": [*words[1:], "mcp"]}
 
 
-def add_mcp(doc: Jsonc, exe: str) -> None:
+def add_mcp(doc: Jsonc, exe: str, agent: str) -> None:
     if "mcpServers" not in doc.data:
         doc.set(("mcpServers",), {})
     servers = doc.data["mcpServers"]
     if not isinstance(servers, dict):
         raise BadInput("its \"mcpServers\" value is not an object; fix it by hand first")
     entry = mcp_entry(exe)
+    if agent == "claude":
+        # Claude Code (-p especially) sends its first request without waiting for MCP
+        # servers unless they are marked alwaysLoad: then marm's tools are in it.
+        entry["alwaysLoad"] = True
     current = servers.get("marm")
     if not isinstance(current, dict):
         doc.set(("mcpServers", "marm"), entry)
@@ -285,7 +289,7 @@ def edits(agent: str, scope: str, env: Mapping[str, str], root: Path, exe: str, 
                 _json_edit(lambda d: add_hooks(d, agent, exe))))
     if mcp:
         out.append((p.mcp, "MCP server",
-                    _add_toml(exe) if agent == "codex" else _json_edit(lambda d: add_mcp(d, exe))))
+                    _add_toml(exe) if agent == "codex" else _json_edit(lambda d: add_mcp(d, exe, agent))))
     if skill_text is not None:
         out.append((p.skill, "skill", lambda t: skill_text))
     return out
