@@ -6,7 +6,7 @@ import importlib.util
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 from marm import config
 from marm.errors import BadInput
@@ -227,3 +227,32 @@ def config_set(
         raise BadInput("inject.max_chars takes a number from 200 to 8000")
     flags.put(ctx.store(), key, value)
     return Done(True, f"{key} = {value}", {key: value})
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionScript:
+    shell: str
+    script: str
+
+    def document(self) -> list[str]:
+        return self.script.rstrip("\n").split("\n")
+
+    def text(self) -> str:
+        return f"completion script for {self.shell} printed on standard output"
+
+
+@op("completion")
+def completion(
+    ctx: Ctx,
+    shell: Annotated[Literal["bash", "zsh", "fish"], Param("the shell", argument=True)],
+) -> CompletionScript:
+    """Print the shell completion script for bash, zsh or fish.
+
+    Examples:
+      marm completion bash > ~/.local/share/bash-completion/completions/marm
+      marm completion zsh > "${fpath[1]}/_marm"
+      marm completion fish > ~/.config/fish/completions/marm.fish
+    """
+    from marm.completion import SHELLS, scripts
+
+    return CompletionScript(shell, scripts()[SHELLS[shell]])
