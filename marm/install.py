@@ -484,3 +484,53 @@ def apply(
     if not uninstall:
         notes.extend(trust_steps(agents))
     return changes, notes
+
+
+# --- doctor: is marm's part allowed to run? ---------------------------------------------
+
+def trust_checks(env: Mapping[str, str], cwd: Path) -> list[tuple[str, bool, str, str | None]]:
+    """``(name, ok, detail, advice)`` for each agent marm is wired into at user level."""
+    out: list[tuple[str, bool, str, str | None]] = []
+    gemini = places("gemini", "user", env, cwd).hooks
+    try:
+        settings = load_json(_read(gemini))
+    except BadInput:
+        settings = {}
+    if any(is_marm(h) for gs in (settings.get("hooks") or {}).values() if isinstance(gs, list)
+           for g in gs if isinstance(g, dict) for h in g.get("hooks") or []):
+        folder_trust = ((settings.get("security") or {}).get("folderTrust") or {}).get("enabled", True)
+        trusted = _gemini_trusted(gemini.parent / "trustedFolders.json", cwd.resolve())
+        ok = trusted or folder_trust is False
+        out.append(("gemini trust", ok,
+                    f"{cwd} is trusted" if trusted else "folder trust is off" if ok else f"{cwd} is not trusted",
+                    None if ok else "start `gemini` here and trust the folder (or /permissions): "
+                                    "untrusted, it runs no MCP server and no hooks"))
+    codex = places("codex", "user", env, cwd)
+    try:
+        hooks = load_json(_read(codex.hooks))
+        config = load_toml(_read(codex.mcp))
+    except BadInput:
+        hooks, config = {}, {}
+    if any(is_marm(h) for gs in (hooks.get("hooks") or {}).values() if isinstance(gs, list)
+           for g in gs if isinstance(g, dict) for h in g.get("hooks") or []):
+        state = (config.get("hooks") or {}).get("state") or {}
+        trusted = [k for k, v in state.items() if isinstance(v, dict) and v.get("trusted_hash")]
+        out.append(("codex hook trust", bool(trusted),
+                    f"{len(trusted)} hook(s) trusted in {codex.mcp.name} [hooks.state]",
+                    None if trusted else "start `codex`, open /hooks and trust marm's hooks: "
+                                         "Codex skips untrusted hooks silently"))
+    return out
+
+
+def _gemini_trusted(path: Path, cwd: Path) -> bool:
+    try:
+        folders = load_json(_read(path))
+    except BadInput:
+        return False
+    for folder, level in folders.items():
+        base = Path(folder)
+        if level == "TRUST_PARENT":
+            base = base.parent
+        if level in ("TRUST_FOLDER", "TRUST_PARENT") and (cwd == base or base in cwd.parents):
+            return True
+    return False

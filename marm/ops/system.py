@@ -176,6 +176,10 @@ def doctor(ctx: Ctx) -> DoctorResult:
     for c in components():
         checks.append(Check(c.name, c.available, c.detail,
                             None if c.available else "reinstall marm-cli to restore it"))
+    from marm.install import trust_checks
+
+    for name, ok, detail, advice in trust_checks(ctx.env, ctx.cwd):
+        checks.append(Check(name, ok, detail, advice))
     return DoctorResult(all(c.ok for c in checks), checks)
 
 

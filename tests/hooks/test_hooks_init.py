@@ -339,3 +339,27 @@ def test_uninstall_reports_only_files_that_exist(tmp_path):
         "hooks.json": "deleted", "SKILL.md": "deleted"}  # no config.toml: it never existed
     assert not (home / ".codex").exists()
     assert init(home, "--codex", "--uninstall")["changes"] == []
+
+
+def test_doctor_checks_the_trust_step_init_prints(tmp_path):
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    result = init(home, "--gemini", "--codex")
+    assert any("/hooks" in n for n in result["notes"]) and any("Gemini" in n for n in result["notes"])
+    env = {"HOME": str(home)}
+
+    def checks() -> dict[str, dict]:
+        run = run_marm("doctor", "--json", env=env, cwd=work)
+        return {c["name"]: c for c in run.json()["checks"]}
+
+    before = checks()
+    assert before["gemini trust"]["ok"] is False and "trust" in before["gemini trust"]["advice"]
+    assert before["codex hook trust"]["ok"] is False and "/hooks" in before["codex hook trust"]["advice"]
+    assert before["database"]["ok"] is True
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(work): "TRUST_FOLDER"}))
+    with (home / ".codex" / "config.toml").open("a") as f:
+        f.write(f'\n[hooks.state."{home}/.codex/hooks.json:session_start:0:0"]\ntrusted_hash = "sha256:x"\n')
+    after = checks()
+    assert after["gemini trust"]["ok"] is True and after["codex hook trust"]["ok"] is True
