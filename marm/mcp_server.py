@@ -385,6 +385,7 @@ def serve(cwd: Path, env: Mapping[str, str]) -> Served:
     try:
         server.run("stdio")
     finally:
-        served.background.finish(timeout=0.05, run_pending=False)  # queued work stays queued
-        served.close()
+        # Queued work stays queued; the drain thread (a daemon) and the connection kept
+        # open end with the process: closing it would checkpoint the WAL, tens of ms.
+        served.background.finish(timeout=0, run_pending=False)
     return served
