@@ -245,7 +245,7 @@ class CompletionScript:
         return f"completion script for {self.shell} printed on standard output"
 
 
-@op("completion")
+@op("completion", read_only=True, idempotent=True)
 def completion(
     ctx: Ctx,
     shell: Annotated[Literal["bash", "zsh", "fish"], Param("the shell", argument=True)],
