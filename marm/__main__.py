@@ -6,6 +6,7 @@ server's start, so it pays only for what it uses. ``--help`` and everything else
 the generated CLI.
 """
 
+import os
 import sys
 
 
@@ -16,7 +17,12 @@ def main() -> None:
 
         sys.exit(hook_main(args[1:]))
     if args == ["mcp"]:
-        sys.exit(_serve())
+        code = _serve()
+        # The client is gone: skip the interpreter's teardown of the server's threads
+        # and modules (half a second), so the process is over as soon as it is told.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     from marm.cli import main as cli_main
 
     cli_main()

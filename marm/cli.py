@@ -76,11 +76,12 @@ def _command(o: Op) -> Any:
     params = []
     for spec in o.params():
         meta = spec.meta
+        text = meta.cli_help
         if meta.argument:
-            info: Any = typer.Argument(help=meta.help, show_default=False)
+            info: Any = typer.Argument(help=text, show_default=False)
         else:
             decls = [f"--{spec.name.replace('_', '-')}"] + ([meta.short] if meta.short else [])
-            info = typer.Option(*decls, help=meta.help)
+            info = typer.Option(*decls, help=text)
         default = inspect.Parameter.empty if spec.required else spec.default
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[spec.annotation, info]))
@@ -151,7 +152,7 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 
     @app.callback()
     def root(
-        version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+        version: Annotated[bool, typer.Option("--version", "-V", callback=_version, is_eager=True,
                                               help="print the version and exit")] = False,
     ) -> None:
         """marm: local-first memory for coding agents."""
@@ -187,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
 
         completion_init()
     args = sys.argv[1:] if argv is None else argv
+    if not args and "_MARM_COMPLETE" not in os.environ:
+        args = ["--help"]  # bare `marm` shows what it can do, and that is not an error
     app = build_app(None if "_MARM_COMPLETE" in os.environ else args)
     try:
         app(args=args, prog_name="marm", standalone_mode=True)

@@ -294,7 +294,7 @@ def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
     """An async function with ``o``'s parameters as pydantic sees them, plus the MCP context."""
     params, hints = [], {}
     for spec in o.params():
-        annotation = Annotated[spec.annotation, Field(description=spec.meta.help)]
+        annotation = Annotated[spec.annotation, Field(description=spec.meta.tool_help)]
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
                                         default=spec.default, annotation=annotation))
         hints[spec.name] = annotation
@@ -362,13 +362,30 @@ def _log_level(env: Mapping[str, str]) -> typing.Literal["DEBUG", "WARNING"]:
 
 
 def serve(cwd: Path, env: Mapping[str, str]) -> Served:
-    """Serve over STDIO until the client closes the connection; logs go to stderr."""
+    """Serve over STDIO until the client closes the connection; logs go to stderr.
+
+    Clients stop their servers by closing stdin, by SIGINT (Claude Code, followed by
+    SIGTERM 100 ms later) or by SIGTERM: each ends the process at once. Work the session
+    queued (embeddings) stays queued in the outbox for the next drain; a drain running
+    in the background is cut off mid-transaction, which SQLite rolls back, and its
+    tasks are taken up again by the next drain.
+    """
+    import signal
+
     logging.basicConfig(stream=sys.stderr, level=_log_level(env),
                         format="marm mcp: %(levelname)s %(name)s: %(message)s")
     server, served = build(cwd, env)
+
+    def stop(signum: int, frame: Any) -> None:
+        sys.stderr.flush()
+        os._exit(128 + signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, stop)
     try:
         server.run("stdio")
     finally:
-        served.background.finish(timeout=5.0)  # embed what this session wrote, bounded
-        served.close()
+        # Queued work stays queued; the drain thread (a daemon) and the connection kept
+        # open end with the process: closing it would checkpoint the WAL, tens of ms.
+        served.background.finish(timeout=0, run_pending=False)
     return served

@@ -47,6 +47,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "status": "Counts, background backlog, running drains, database and optional parts.",
         "doctor": "Check the store and the optional parts, and advise; changes nothing.",
         "config": "Show and save runtime settings.",
+        "completion": "Print the shell completion script for bash, zsh or fish.",
     },
     "marm.ops.background": {
         "drain": "Work through queued background tasks (embeddings, concepts, code re-index).",

@@ -32,7 +32,7 @@ def hook(
     ctx: Ctx,
     event: Annotated[Event, Param("the hook event", argument=True)],
     agent: Annotated[Agent, Param("which agent sends the payload", short="-a")] = "claude",
-    payload: Annotated[str, Param("the agent's hook JSON; '-' reads standard input",
+    payload: Annotated[str, Param("the agent's hook JSON",
                                   stdin=True)] = "-",
 ) -> HookReply:
     """Answer an agent's hook: read its JSON on stdin, reply in its JSON on stdout.

@@ -129,7 +129,7 @@ def write_memory(
 def log(
     ctx: Ctx,
     text: Annotated[str, Param("the entry: `YYYY-MM-DD-topic-summary` for a log entry, or any "
-                               "text; '-' reads standard input", argument=True, stdin=True)],
+                               "text", argument=True, stdin=True)],
     session: SessionOpt = None,
     project: ProjectOpt = None,
     kind: Annotated[str | None, Param("decision, fix, note, ... (default: guessed from the text)",

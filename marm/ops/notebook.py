@@ -53,7 +53,7 @@ def notebook_op(
     action: Annotated[Literal["add", "use", "show", "list", "delete"],
                       Param("add NAME TEXT | use NAME | show NAME | list | delete NAME", argument=True)],
     name: Annotated[str | None, Param("entry name", argument=True)] = None,
-    content: Annotated[str | None, Param("entry text for add; '-' reads standard input",
+    content: Annotated[str | None, Param("entry text for add",
                                          argument=True, stdin=True)] = None,
     session: Annotated[str | None, Param("session to activate the entry in (use)", short="-s")] = None,
 ) -> NotebookResult:

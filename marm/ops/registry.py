@@ -31,6 +31,17 @@ class Param:
     argument: bool = False       # positional on the CLI
     short: str | None = None     # e.g. "-n"
     stdin: bool = False          # the CLI reads standard input when the value is "-"
+    mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
+
+    @property
+    def cli_help(self) -> str:
+        """The help as ``marm CMD --help`` shows it."""
+        return f"{self.help}; '-' reads standard input" if self.stdin else self.help
+
+    @property
+    def tool_help(self) -> str:
+        """The description an MCP client sees: no CLI conventions (``-`` is just text there)."""
+        return self.mcp_help or self.help
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import importlib.util
 import os
 import stat
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import Annotated, Literal
 
 from marm import config
 from marm.errors import BadInput
@@ -176,6 +176,10 @@ def doctor(ctx: Ctx) -> DoctorResult:
     for c in components():
         checks.append(Check(c.name, c.available, c.detail,
                             None if c.available else "reinstall marm-cli to restore it"))
+    from marm.install import trust_checks
+
+    for name, ok, detail, advice in trust_checks(ctx.env, ctx.cwd):
+        checks.append(Check(name, ok, detail, advice))
     return DoctorResult(all(c.ok for c in checks), checks)
 
 
@@ -227,3 +231,32 @@ def config_set(
         raise BadInput("inject.max_chars takes a number from 200 to 8000")
     flags.put(ctx.store(), key, value)
     return Done(True, f"{key} = {value}", {key: value})
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionScript:
+    shell: str
+    script: str
+
+    def document(self) -> list[str]:
+        return self.script.rstrip("\n").split("\n")
+
+    def text(self) -> str:
+        return f"completion script for {self.shell} printed on standard output"
+
+
+@op("completion", read_only=True, idempotent=True)
+def completion(
+    ctx: Ctx,
+    shell: Annotated[Literal["bash", "zsh", "fish"], Param("the shell", argument=True)],
+) -> CompletionScript:
+    """Print the shell completion script for bash, zsh or fish.
+
+    Examples:
+      marm completion bash > ~/.local/share/bash-completion/completions/marm
+      marm completion zsh > "${fpath[1]}/_marm"
+      marm completion fish > ~/.config/fish/completions/marm.fish
+    """
+    from marm.completion import SHELLS, scripts
+
+    return CompletionScript(shell, scripts()[SHELLS[shell]])

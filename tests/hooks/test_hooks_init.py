@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+
 from pathlib import Path
 
+from marm.configfile import load_toml
 from marm.install import hand_files, is_marm
 from tests.helpers import run_marm
 from tests.hooks.payloads import payload, seed
@@ -80,8 +82,9 @@ def test_init_merges_is_idempotent_and_uninstalls_byte_for_byte(tmp_path):
         "matcher": "Write", "hooks": [{"type": "command", "command": 'prettier --write "$FILE"'}]}
     assert claude["hooks"]["SessionStart"][0] == {"hooks": [{"type": "command", "command": "echo hello"}]}
     commands = marm_commands(claude)
-    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure", "Stop",
-                             "PreCompact", "SessionEnd"}
+    assert set(commands) == {"SessionStart", "UserPromptSubmit", "PostToolUse", "PostToolUseFailure",
+                             "Stop", "PreCompact", "SessionEnd"}
+    assert commands["PostToolUseFailure"][0].endswith("hook post-tool --agent claude")
     assert all(len(c) == 1 for c in commands.values())
     assert commands["Stop"][0].endswith("hook stop --agent claude")
     # a failed tool call comes only as PostToolUseFailure: the post-tool handler takes it
@@ -97,7 +100,10 @@ def test_init_merges_is_idempotent_and_uninstalls_byte_for_byte(tmp_path):
     assert codex["hooks"]["Stop"][0] == {"hooks": [{"type": "command", "command": "notify-send done"}]}
     assert marm_commands(codex)["PostToolUse"][0].endswith("hook post-tool --agent codex")
     toml = (home / ".codex/config.toml").read_text()
-    assert toml.startswith(CODEX_TOML) and "[mcp_servers.marm]" in toml
+    assert "[mcp_servers.marm]" in toml and toml.endswith("[mcp_servers.marm]\ncommand = " + toml.split("[mcp_servers.marm]\ncommand = ")[1])
+    assert load_toml(toml)["mcp_optional_startup_grace_ms"] == 5000  # Codex waits for marm's tools
+    assert CODEX_TOML.split("\n\n")[1] in toml and toml.startswith('model = "gpt-5-codex"\n')
+    assert any("/hooks" in n for n in result["notes"]) and any("trust" in n and "Gemini" in n for n in result["notes"])
 
     gemini = json.loads((home / ".gemini/settings.json").read_text())
     assert gemini["theme"] == "GitHub"
@@ -205,9 +211,158 @@ def test_toml_without_final_newline_restores_exactly(tmp_path):
 
 def test_a_file_marm_cannot_read_changes_nothing_anywhere(tmp_path):
     home, _ = user_home(tmp_path)
-    (home / ".gemini" / "settings.json").write_text('{\n  // a comment\n  "theme": "x"\n}\n')
+    (home / ".gemini" / "settings.json").write_text('{\n  // a comment\n  "theme": "x" oops\n}\n')
     before = snapshot(home)
     run = run_marm("init", "--claude", "--codex", "--gemini", env={"HOME": str(home)}, cwd=home)
     assert run.code == 2
-    assert ".gemini/settings.json" in run.err and "not plain JSON" in run.err
+    assert ".gemini/settings.json" in run.err and "not valid JSON" in run.err
     assert snapshot(home) == before
+
+
+# --- every form an existing marm entry can take ------------------------------------------
+
+CODEX_FORMS = {
+    "table": '# my codex\nmodel = "o4"\n\n[mcp_servers.marm]\ncommand = "old-marm"\nargs = ["mcp"]\n'
+             'startup_timeout_sec = 20 # mine\n\n[mcp_servers.other]\ncommand = "x"\n',
+    "inline": '# my codex\nmodel = "o4"\nmcp_servers = { marm = { command = "old-marm", args = ["mcp"] },'
+              ' other = { command = "x" } }\n',
+    "dotted": '# my codex\nmodel = "o4"\nmcp_servers.marm.command = "old-marm"\nmcp_servers.marm.args = ["mcp"]\n'
+              'mcp_servers.other.command = "x"\n',
+    "dotted-in-table": '# my codex\nmodel = "o4"\n\n[mcp_servers]\nmarm.command = "old-marm"\n'
+                       'other.command = "x" # keep me\n',
+}
+
+
+def test_codex_updates_marm_in_whatever_form_it_has_and_never_adds_a_second(tmp_path):
+    for form, text in CODEX_FORMS.items():
+        home = tmp_path / form
+        toml = home / ".codex" / "config.toml"
+        toml.parent.mkdir(parents=True)
+        toml.write_text(text)
+        init(home, "--codex", "--mcp")
+        after = toml.read_text()
+        data = load_toml(after)  # it parses (a duplicate key would raise)
+        assert set(data["mcp_servers"]) == {"marm", "other"}, form
+        assert data["mcp_servers"]["marm"]["command"].endswith("marm"), form
+        assert data["mcp_servers"]["marm"]["command"] != "old-marm", form
+        assert data["mcp_servers"]["marm"]["args"][-1] == "mcp", form
+        assert data["mcp_servers"]["other"] == {"command": "x"} and data["model"] == "o4", form
+        assert after.startswith("# my codex\n"), form
+        # updated in place, in its own form: no second definition beside it
+        assert after.count("[mcp_servers.marm]") == text.count("[mcp_servers.marm]"), (form, after)
+        if form == "table":
+            assert data["mcp_servers"]["marm"]["startup_timeout_sec"] == 20 and "# mine" in after
+        if form == "dotted-in-table":
+            assert "# keep me" in after
+        assert init(home, "--codex", "--mcp")["changes"][1]["action"] == "unchanged"
+        init(home, "--codex", "--uninstall")
+        assert toml.read_text() == text, form
+
+
+COMMENTED = """{
+  // the user's own notes
+  "theme": "GitHub", /* inline */
+  "hooks": {
+    "AfterTool": [
+      {"matcher": "write_file", "hooks": [{"name": "lint", "type": "command", "command": "eslint ."}]},
+    ],
+  },
+  "mcpServers": {
+    "marm": {"command": "old-marm", "args": ["mcp"], "trust": true}, // marm, by hand
+  },
+}
+"""
+
+
+def test_json_with_comments_is_edited_in_place(tmp_path):
+    from marm.configfile import load_json
+
+    home = tmp_path / "home"
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(COMMENTED)
+    init(home, "--gemini", "--mcp")
+    after = settings.read_text()
+    assert "// the user's own notes" in after and "/* inline */" in after and "// marm, by hand" in after
+    data = load_json(after)
+    assert data["theme"] == "GitHub"
+    assert data["hooks"]["AfterTool"][0]["hooks"][0]["name"] == "lint"
+    assert len(marm_commands(data)["AfterTool"]) == 1
+    assert list(data["mcpServers"]) == ["marm"]
+    assert data["mcpServers"]["marm"]["trust"] is True  # the user's own key stays
+    assert data["mcpServers"]["marm"]["command"] != "old-marm"
+    again = init(home, "--gemini", "--mcp")
+    assert {c["action"] for c in again["changes"]} == {"unchanged"}
+    init(home, "--gemini", "--uninstall")
+    assert settings.read_text() == COMMENTED
+
+
+def test_claude_config_dir_and_gemini_cli_home_are_honoured(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    claude_dir, gemini_root = tmp_path / "claude-config", tmp_path / "gemini-root"
+    env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude_dir), "GEMINI_CLI_HOME": str(gemini_root)}
+    run = run_marm("init", "--claude", "--gemini", "--mcp", "--json", env=env, cwd=home)
+    assert run.code == 0, run.err
+    paths = {c["path"] for c in run.json()["changes"]}
+    assert str(claude_dir / "settings.json") in paths and str(claude_dir / ".claude.json") in paths
+    assert str(gemini_root / ".gemini" / "settings.json") in paths
+    assert json.loads((claude_dir / ".claude.json").read_text())["mcpServers"]["marm"]["args"][-1] == "mcp"
+    assert not (home / ".claude.json").exists() and not (home / ".claude").exists()
+    assert not (home / ".gemini").exists()
+    removed = run_marm("init", "--claude", "--gemini", "--uninstall", "--json", env=env, cwd=home)
+    assert removed.code == 0, removed.err
+    # uninstall removes what it created, folders included
+    assert not claude_dir.exists() and not gemini_root.exists()
+
+
+def test_rerun_after_the_agent_rewrote_its_file_changes_nothing_and_keeps_the_first_backup(tmp_path):
+    home, originals = user_home(tmp_path)
+    init(home, "--claude", "--mcp")
+    state = home / ".claude.json"
+    backup = home / ".claude.json.marm-backup"
+    assert backup.read_text() == CLAUDE_STATE
+    # Claude rewrites its state file: other indentation, no final newline, a new key
+    data = json.loads(state.read_text())
+    data["numStartups"] = 4
+    state.write_text(json.dumps(data, indent=2))
+    rewritten = state.read_bytes()
+    again = init(home, "--claude", "--mcp")
+    assert {c["path"]: c["action"] for c in again["changes"]}[str(state)] == "unchanged"
+    assert state.read_bytes() == rewritten
+    assert backup.read_text() == CLAUDE_STATE  # the first backup, not overwritten
+
+
+def test_uninstall_reports_only_files_that_exist(tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    init(home, "--codex")
+    removed = init(home, "--codex", "--uninstall")
+    assert {Path(c["path"]).name: c["action"] for c in removed["changes"]} == {
+        "hooks.json": "deleted", "SKILL.md": "deleted"}  # no config.toml: it never existed
+    assert not (home / ".codex").exists()
+    assert init(home, "--codex", "--uninstall")["changes"] == []
+
+
+def test_doctor_checks_the_trust_step_init_prints(tmp_path):
+    home = tmp_path / "home"
+    work = tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    result = init(home, "--gemini", "--codex")
+    assert any("/hooks" in n for n in result["notes"]) and any("Gemini" in n for n in result["notes"])
+    env = {"HOME": str(home)}
+
+    def checks() -> dict[str, dict]:
+        run = run_marm("doctor", "--json", env=env, cwd=work)
+        return {c["name"]: c for c in run.json()["checks"]}
+
+    before = checks()
+    assert before["gemini trust"]["ok"] is False and "trust" in before["gemini trust"]["advice"]
+    assert before["codex hook trust"]["ok"] is False and "/hooks" in before["codex hook trust"]["advice"]
+    assert before["database"]["ok"] is True
+    (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(work): "TRUST_FOLDER"}))
+    with (home / ".codex" / "config.toml").open("a") as f:
+        f.write(f'\n[hooks.state."{home}/.codex/hooks.json:session_start:0:0"]\ntrusted_hash = "sha256:x"\n')
+    after = checks()
+    assert after["gemini trust"]["ok"] is True and after["codex hook trust"]["ok"] is True

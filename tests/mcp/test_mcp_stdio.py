@@ -113,3 +113,33 @@ def test_stdio_session_end_to_end(tmp_path):
         message = json.loads(line)  # every stdout line is one JSON-RPC message
         assert message["jsonrpc"] == "2.0" and ("id" in message or "method" in message), line
     assert "served 7 tool call(s), 1 error(s)" in err or '"calls":7' in err, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["eof", "sigint", "sigterm"])
+def test_the_server_exits_at_once_and_leaves_queued_work_queued(tmp_path, how):
+    import signal
+    import time
+
+    repo = git_init(tmp_path / "proj")
+    client = StdioClient(repo)
+    client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "claude-code", "version": "0"}})
+    client.send({"method": "notifications/initialized"})
+    wrote = client.call("marm_log_entry", text="DECISION: the server stops when told")
+    assert not wrote.get("isError")
+    start = time.monotonic()
+    if how == "eof":
+        assert client.proc.stdin is not None
+        client.proc.stdin.close()
+    else:
+        client.proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
+    client.proc.wait(timeout=10)
+    seconds = time.monotonic() - start
+    print(f"{how}: exited in {seconds * 1000:.0f} ms")
+    assert seconds < 0.1, f"{how}: {seconds:.3f}s"
+    status = subprocess.run([sys.executable, "-m", "marm", "status", "--json"], cwd=repo,
+                            capture_output=True, text=True, env=dict(os.environ))
+    backlog = json.loads(status.stdout)
+    assert backlog["memories"]["total"] == 1
+    assert backlog["outbox"]["embed"]["pending"] == 1, backlog["outbox"]  # still queued, not lost
