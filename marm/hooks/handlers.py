@@ -22,12 +22,14 @@ from marm.store.memories import Filter
 RECALL_CANDIDATES = 10
 #: Memories injected for a prompt at most.
 INJECT_ITEMS = 4
-#: The briefing: recent memories of each section considered, how many of each shown,
-#: the longest line and the whole block.
-BRIEF_POOL = 12
+#: The briefing: recent memories of each section considered, how many of each shown
+#: (those capture was surest of), the longest line and the whole block.
+BRIEF_POOL = 40
+BRIEF_DECISIONS = 4
+BRIEF_FIXES = 3
 BRIEF_DOUBTED = 3
 BRIEF_EPISODES = 3
-BRIEF_ITEM = 220
+BRIEF_ITEM = 180
 BRIEF_CHARS = 1500
 
 
@@ -62,8 +64,9 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     store = ctx.store()
     project = ctx.project()
     flt = Filter(project=project)
-    decisions = inject.current(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("decision", "convention")))
-    fixes = inject.current(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("fix", "lesson")))
+    decisions = inject.briefed(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("decision", "convention")),
+                               BRIEF_DECISIONS)
+    fixes = inject.briefed(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("fix", "lesson")), BRIEF_FIXES)
     doubted = memories.recent(store, Filter(project=project, statuses=("doubted",)), limit=BRIEF_DOUBTED)
     episodes = [] if decisions or fixes else memories.recent(store, flt, limit=BRIEF_EPISODES, kinds=("episode",))
     sessions = dict.fromkeys(s for s in (ev.session_id, ctx.session()) if s)

@@ -146,6 +146,21 @@ def current(found: list[Memory], limit: int = 6) -> list[Memory]:
     return kept
 
 
+def confidence(memory: Memory) -> float:
+    """How sure capture was that a memory is worth keeping (its classifier score);
+    what a person or an agent wrote on purpose counts as sure."""
+    score = memory.metadata.get("score")
+    return float(score) if isinstance(score, (int, float)) else 1.0
+
+
+def briefed(found: list[Memory], limit: int = 5) -> list[Memory]:
+    """The memories a briefing shows from newest-first ``found``: those still current,
+    the ones capture was surest of first (newest first among equals), shown newest first."""
+    standing = current(found, limit=len(found))
+    best = sorted(standing, key=lambda m: (-round(confidence(m), 1), -m.id))[:limit]
+    return sorted(best, key=lambda m: -m.id)
+
+
 #: How each agent's fence is written. Gemini CLI entity-escapes angle brackets in
 #: injected context, so its fence uses square brackets.
 FENCES = {
