@@ -36,9 +36,8 @@ log = logging.getLogger("marm.capture")
 
 @dataclass(frozen=True, slots=True)
 class Captured:
-    episode: int | None = None
-    highlights: int = 0
-    fix: int | None = None
+    episode: int | None = None     # the new episode's id (None: none, or stored already)
+    highlights: int = 0            # new highlights
 
 
 def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any]) -> int | None:
@@ -112,7 +111,8 @@ def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: 
         conclusion=messages[-1] if messages else "",
         messages=messages,
         files=[r.subject for r in rows if r.kind == "edit"] + (seen.files if seen else []),
-        failures=[(r.subject, r.detail) for r in rows if r.kind == "fail"] + (seen.failures if seen else []),
+        # The hooks saw the failures as they happened; the transcript is the fallback.
+        failures=[(r.subject, r.detail) for r in rows if r.kind == "fail"] or (seen.failures if seen else []),
         interrupted=interrupted or bool(seen and seen.interrupted and not final_message),
     )
     where = {"agent": agent, "turn": turn_id}
