@@ -46,7 +46,7 @@ def respond(event: str, agent: str, raw: str, env: Mapping[str, str]) -> dict[st
     ctx = Ctx(source=f"hook:{event}", platform=agent, cwd=Path(ev.cwd), env=env)
     try:
         # A hook waits for the write lock only as long as its budget allows.
-        ctx.store().conn.execute(f"PRAGMA busy_timeout = {int(BUDGET[event] * 1000)}")
+        ctx.store().set_busy_timeout(BUDGET[event])
         context = HANDLERS[event](ctx, ev)
     finally:
         ctx.close()

@@ -149,16 +149,12 @@ def doctor(ctx: Ctx) -> DoctorResult:
     """Check the store and the optional parts, and advise; changes nothing."""
     store = ctx.store()
     checks: list[Check] = []
-    integrity = store.conn.execute("PRAGMA quick_check").fetchone()[0]
-    checks.append(Check("database", integrity == "ok", f"quick_check: {integrity}",
-                        None if integrity == "ok" else "restore from a backup or `marm export` what is readable"))
-    for index in ("memories_fts", "memories_tri"):
-        try:
-            store.conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
-            checks.append(Check(index, True, "index matches the memories"))
-        except Exception as exc:  # noqa: BLE001 - reported, not raised
-            checks.append(Check(index, False, str(exc), f"run: sqlite3 {store.path} "
-                                f"\"INSERT INTO {index}({index}) VALUES('rebuild')\""))
+    for check in store.verify():
+        advice = None
+        if not check.ok:
+            advice = ("restore from a backup or `marm export` what is readable" if check.name == "database"
+                      else f"run: sqlite3 {store.path} \"INSERT INTO {check.name}({check.name}) VALUES('rebuild')\"")
+        checks.append(Check(check.name, check.ok, check.detail, advice))
     schema = store.schema_version()
     checks.append(Check("schema", schema == SCHEMA_VERSION, f"v{schema} (this marm: v{SCHEMA_VERSION})"))
     mode = stat.S_IMODE(os.stat(store.path).st_mode)

@@ -26,7 +26,7 @@ from pathlib import Path
 import orjson
 
 from marm.config import derived_path
-from marm.store import derived
+from marm.store import core, derived
 
 #: Secondary indexes; a large rebuild drops them and builds them again after the bulk
 #: insert, which is several times faster than updating them row by row.
@@ -114,13 +114,8 @@ def exists(home: Path) -> bool:
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with core.atomic(conn, "the derived database"):
         yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 # -- trees and files ---------------------------------------------------------------

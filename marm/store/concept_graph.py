@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from marm.concepts.model import TYPE_RANK, Extraction
-from marm.store import derived
+from marm.store import core, derived
 from marm.store.db import now
 
 PART = derived.SchemaPart(
@@ -114,13 +114,8 @@ class Graph:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with core.atomic(self.conn, "the derived database"):
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
 
     def reset(self) -> None:
         """Drop and recreate every table of the part (a full rebuild starts here)."""

@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable
 
 from marm.errors import StoreTooNew
+from marm.store.core import atomic
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -252,17 +253,11 @@ def migrate(conn: sqlite3.Connection) -> int:
         )
     ran = 0
     for index in range(current, SCHEMA_VERSION):
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+        with atomic(conn, "the database"):
             # Re-check under the write lock: another process may have migrated meanwhile.
             if conn.execute("PRAGMA user_version").fetchone()[0] != index:
-                conn.execute("ROLLBACK")
                 continue
             MIGRATIONS[index](conn)
             conn.execute(f"PRAGMA user_version = {index + 1}")
-            conn.execute("COMMIT")
             ran += 1
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
     return ran
