@@ -17,9 +17,9 @@ from typing import Annotated, Any
 import typer
 
 from marm import __version__
+from marm.context import Ctx
 from marm.errors import BadInput, MarmError
 from marm.ops import COMMANDS, Op, load
-from marm.ops.context import Ctx
 
 _HELP = (
     "marm: local-first memory for coding agents. One SQLite store on this machine; "

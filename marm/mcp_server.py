@@ -47,9 +47,9 @@ from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
 from marm import __version__, config
+from marm.context import Ctx
 from marm.errors import Busy, MarmError
 from marm.ops import Op, load
-from marm.ops.context import Ctx
 from marm.store import Store
 
 log = logging.getLogger("marm.mcp")

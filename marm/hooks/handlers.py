@@ -13,9 +13,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from marm.context import Ctx
 from marm.errors import MarmError
 from marm.hooks.event import HookEvent
-from marm.ops.context import Ctx
 from marm.store.memories import Filter
 
 #: Memories considered for a prompt before the relevance gate.

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from marm.context import Ctx
 from marm.errors import BadInput, MarmError
 from marm.hooks import adapters
 from marm.hooks.event import AGENTS, EVENTS
 from marm.hooks.handlers import HANDLERS
-from marm.ops.context import Ctx
 
 #: Seconds an event may take before it gives up (and fails open): a safety net under
 #: the timeout ``marm init`` configures in the agent (``install.TIMEOUT``), generous

@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from marm.context import Ctx
 from marm.errors import BadInput
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.store import events
 

@@ -6,8 +6,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Annotated, Any
 
 from marm import drain as drain_engine
+from marm.context import Ctx
 from marm.errors import BadInput
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.store import outbox
 

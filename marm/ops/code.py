@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 

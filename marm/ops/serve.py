@@ -6,7 +6,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.registry import op
 
 

@@ -8,9 +8,10 @@ import stat
 from dataclasses import dataclass, field
 from typing import Annotated
 
-from marm import config
+from marm import concepts, config
+from marm.context import Ctx
+from marm.embed import status as embed_status
 from marm.errors import BadInput
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 from marm.store import events, flags, leases, memories, outbox
@@ -35,12 +36,9 @@ def _installed(module: str) -> bool:
 
 def components() -> list[Component]:
     """Cheap availability checks: nothing heavy is imported to answer them."""
-    from marm import embed_status
+    parts = [Component("embedding", *embed_status.availability())]
 
-    parts = [embed_status.component()]
-    from marm.concepts import spacy_model
-
-    model = spacy_model()
+    model = concepts.spacy_model()
     parts.append(Component(
         "concepts", model is not None,
         f"spaCy pipeline {model} (loaded by the drain and `marm concepts build`)" if model
@@ -193,10 +191,8 @@ def config_get(
     saved = flags.all_saved(ctx.store())
     values, sources = {}, {}
     for k in keys:
-        values[k] = ctx.setting(k)
-        spec = config.SETTINGS[k]
-        sources[k] = ("saved" if k in saved else
-                      f"env {spec.env}" if spec.env and ctx.env.get(spec.env) else "default")
+        resolved = config.resolve(k, saved, ctx.env)
+        values[k], sources[k] = resolved.value, resolved.source
     return ConfigResult(values, sources)
 
 

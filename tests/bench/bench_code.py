@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from marm.code.index import default_workers, index_tree  # noqa: E402
+from marm.context import Ctx  # noqa: E402
 from marm.ops import code as code_ops  # noqa: E402
-from marm.ops.context import Ctx  # noqa: E402
 from marm.store import code_graph  # noqa: E402
 
 _IGNORE = shutil.ignore_patterns("site-packages", "__pycache__", "node_modules", ".git", "*.pyc")
