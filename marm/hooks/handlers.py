@@ -16,7 +16,6 @@ from pathlib import Path
 from marm.context import Ctx
 from marm.errors import MarmError
 from marm.hooks.event import HookEvent
-from marm.store.memories import Filter
 
 #: Memories considered for a prompt before the relevance gate.
 RECALL_CANDIDATES = 8
@@ -47,19 +46,18 @@ def _max_chars(ctx: Ctx) -> int:
 def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     """A short briefing: latest decisions and fixes, active notebook, what needs review."""
     from marm.hooks import inject
+    from marm.ops.memory import recent_memories
+    from marm.ops.notebook import active_entries
     from marm.ops.results import one_line
     from marm.scope import display
-    from marm.store import memories, notebook
 
     if not _on(ctx, "inject"):
         return None
-    store = ctx.store()
     project = ctx.project()
-    flt = Filter(project=project)
-    recent = memories.recent(store, flt, limit=BRIEF_RECENT, kinds=("decision", "fix"))
-    doubted = memories.recent(store, Filter(project=project, statuses=("doubted",)), limit=BRIEF_DOUBTED)
+    recent = recent_memories(ctx, project, BRIEF_RECENT, kinds=("decision", "fix"))
+    doubted = recent_memories(ctx, project, BRIEF_DOUBTED, statuses=("doubted",))
     sessions = dict.fromkeys(s for s in (ev.session_id, ctx.session()) if s)
-    active = {e.name: e for s in sessions for e in notebook.active_for(store, s)}
+    active = active_entries(ctx, sessions)
     return inject.fence(
         f"marm briefing for {display(project)}. Ids work with `marm show ID`; "
         "`marm recall QUERY` finds more.",
@@ -76,8 +74,8 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
 
 def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     """The few stored memories relevant to the prompt, with ids; nothing otherwise."""
-    from marm import recall
     from marm.hooks import inject
+    from marm.ops.memory import find
 
     text = ev.prompt
     if not text or not _on(ctx, "inject") or inject.is_trivial(text):
@@ -86,14 +84,13 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     single = not any(c.isspace() for c in text.strip())
     mode = "exact" if single else ("lexical" if lane == "lexical" else "hybrid")
     query = text if single else " ".join(text.split()[:200])
-    flt = Filter(project=ctx.project())
-    store = ctx.store()
+    project = ctx.project()
     try:
-        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, mode)
+        outcome = find(ctx, query, project, RECALL_CANDIDATES, mode)
     except MarmError:
         if mode != "hybrid":
             raise
-        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, "lexical")
+        outcome = find(ctx, query, project, RECALL_CANDIDATES, "lexical")
     hits = inject.relevant(outcome.hits, text, _number(ctx, "inject.min_score"))
     return inject.fence(
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",
@@ -106,7 +103,7 @@ def post_tool(ctx: Ctx, ev: HookEvent) -> None:
     """Mark the repository of every edited file dirty for the code graph, and keep the
     error line of a failed shell command."""
     from marm.hooks import capture
-    from marm.store import code_repos
+    from marm.ops.code import mark_dirty
 
     cwd = Path(ev.cwd or ".")
     repos = {}
@@ -116,7 +113,7 @@ def post_tool(ctx: Ctx, ev: HookEvent) -> None:
         if top is not None:
             repos[str(top)] = ctx.project(str(top))
     for top, project in repos.items():
-        code_repos.mark_dirty(ctx.store(), top, project)
+        mark_dirty(ctx, top, project)
     failed = capture.failed_command(ev.tool_name, ev.tool_input, ev.tool_response)
     if failed and _on(ctx, "capture"):
         from marm.ops.memory import write_memory
@@ -183,12 +180,9 @@ def pre_compact(ctx: Ctx, ev: HookEvent) -> None:
 
 def session_end(ctx: Ctx, ev: HookEvent) -> None:
     """Hand queued work (embeddings, concepts, dirty repositories) to a detached drain."""
-    from marm import drain
-    from marm.store import code_repos, outbox
+    from marm.ops.background import hand_off
 
-    store = ctx.store()
-    if any(v["pending"] for v in outbox.counts(store).values()) or code_repos.dirty(store):
-        drain.detach(ctx)
+    hand_off(ctx)
 
 
 HANDLERS: dict[str, Callable[[Ctx, HookEvent], str | None]] = {

@@ -14,6 +14,7 @@ from marm.context import Ctx
 from marm.errors import BadInput, NotFound
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
+from marm.store import code_repos
 
 
 def _root(ctx: Ctx, path: str | None) -> Path:
@@ -23,6 +24,11 @@ def _root(ctx: Ctx, path: str | None) -> Path:
     if not where.exists():
         raise BadInput(f"no such directory: {where}")
     return repo_root(where)
+
+
+def mark_dirty(ctx: Ctx, top: str, project: str | None) -> None:
+    """Note that files of the work tree at ``top`` changed: the next drain re-indexes it."""
+    code_repos.mark_dirty(ctx.store(), top, project)
 
 
 _REPO = Param("repository to ask about (default: the one of the current directory)")

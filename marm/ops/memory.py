@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from marm import recall as recall_lanes
-from marm.concepts import walk
 from marm.context import Ctx
 from marm.errors import BadInput, NotFound, Refused
 from marm.ops.params import AllProjects, ProjectOpt, SessionOpt
@@ -16,7 +15,7 @@ from marm.ops.results import MemoryView, one_line
 from marm.scope import display
 from marm.store import events, logs, memories, notebook, review, sessions
 from marm.store.memories import Filter
-from marm.store.records import LogEntry
+from marm.store.records import LogEntry, Memory
 from marm.text import check_content, classify, clean, content_hash, to_timestamp
 
 _LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.DOTALL)
@@ -152,7 +151,7 @@ class RecallResult:
     project: str | None
     results: list[MemoryView]
     note: str | None = None
-    graph_context: walk.GraphContext | None = None  # with --graph: the concept graph around the results
+    graph_context: Any = None      # with --graph: the concept graph around the results (GraphContext)
 
     def text(self) -> str:
         if not self.results:
@@ -200,6 +199,18 @@ def memory_filter(
 INCLUDABLE = ("retracted", "superseded")
 
 
+def recent_memories(ctx: Ctx, project: str | None, limit: int, kinds: tuple[str, ...] | None = None,
+                    statuses: tuple[str, ...] | None = None) -> list[Memory]:
+    """The newest memories of ``project`` (plus global ones), for a briefing."""
+    flt = Filter(project=project) if statuses is None else Filter(project=project, statuses=statuses)
+    return memories.recent(ctx.store(), flt, limit=limit, kinds=kinds)
+
+
+def find(ctx: Ctx, query: str, project: str | None, limit: int, mode: str) -> recall_lanes.Outcome:
+    """One recall lane's hits in ``project`` (plus global memories), as records with scores."""
+    return recall_lanes.run(ctx.store(), query, Filter(project=project), limit, mode)
+
+
 @op("recall", mcp="marm_smart_recall", read_only=True, idempotent=True)
 def recall(
     ctx: Ctx,
@@ -233,6 +244,8 @@ def recall(
     views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
     context = None
     if graph:
+        from marm.concepts import walk  # start-up cost: only --graph reads the concept graph
+
         context = walk.graph_context(ctx.home, ctx.store(), [v.id for v in views], flt.project, all_projects)
     return RecallResult(query, outcome.mode, flt.project, views, outcome.note, context)
 

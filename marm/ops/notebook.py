@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
@@ -45,6 +46,11 @@ class NotebookResult:
 
 def _item(e: notebook.NotebookEntry) -> NotebookItem:
     return NotebookItem(e.name, e.content, e.updated_at, list(e.active_in))
+
+
+def active_entries(ctx: Ctx, sessions: Iterable[str]) -> dict[str, notebook.NotebookEntry]:
+    """The notebook entries active in any of ``sessions``, by name."""
+    return {e.name: e for s in sessions for e in notebook.active_for(ctx.store(), s)}
 
 
 @op("notebook", mcp="marm_notebook")

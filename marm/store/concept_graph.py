@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from marm.concepts.model import TYPE_RANK, Extraction
 from marm.store import core, derived
 from marm.store.db import now
 
@@ -63,6 +62,54 @@ PART = derived.SchemaPart(
     );
     """,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    key: str  # normalised: lower case, head lemma, no surrounding punctuation
+    name: str  # how people read it; identifiers keep their exact text
+    type: (
+        str  # concept | decision | error | tool | person | org | place | file | symbol | flag | url
+    )
+    salience: float  # 0..1: how much this memory is about it
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    source: str  # mention keys
+    predicate: str
+    target: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """One memory's contribution, as an extractor produced it."""
+
+    mentions: tuple[Mention, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+
+
+#: When two types name one key, the more specific one wins.
+TYPE_RANK = {
+    t: i
+    for i, t in enumerate(
+        (
+            "file",
+            "symbol",
+            "flag",
+            "url",
+            "person",
+            "error",
+            "tool",
+            "decision",
+            "org",
+            "place",
+            "concept",
+        )
+    )
+}
 
 
 @dataclass(frozen=True, slots=True)
