@@ -120,7 +120,7 @@ def _placeholder(word: str) -> Any:
 def command_words(argv: list[str]) -> list[str]:
     """The leading command words of ``argv`` (``marm code trace X --depth 2`` ->
     ``code, trace, X``), skipping options before the first word."""
-    words = []
+    words: list[str] = []
     for arg in argv:
         if arg.startswith("-"):
             if words:

@@ -158,7 +158,7 @@ def _index_tree(
         report.full = full
         todo: list[tuple[str, str, int, int, str]] = []  # path, lang, size, mtime, hash
         touched = []
-        skipped = []
+        skipped: list[tuple[str, str, os.stat_result, str | None, str]] = []  # path, lang, stat, hash, why
         base = str(root) + os.sep
         present = set()
         for path, lang in listed:
@@ -329,7 +329,7 @@ def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
 
 
 def _suffixes(modules: set[str]) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for module in modules:
         sep = "/" if "/" in module else "."
         parts = module.split(sep)

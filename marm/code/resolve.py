@@ -42,7 +42,6 @@ CONFIDENCE = {
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
-_UNSEEN = object()
 _SELF_NAMES = {name: lang.self_names for name, lang in LANGS.items()}
 
 
@@ -362,12 +361,9 @@ class Resolver:
             # no scope below the top level defines ``name``: every scope of the file
             # sees the module's binding (memoised per file)
             key = (fid, name)
-            hit = self._plain.get(key, _UNSEEN)
-            if hit is _UNSEEN:
-                hit = self._plain[key] = self.scoped(
-                    fid, self.module_sym[fid], name
-                ) or self.name_in_file(fid, name)
-            return hit
+            if key not in self._plain:
+                self._plain[key] = self.scoped(fid, self.module_sym[fid], name) or self.name_in_file(fid, name)
+            return self._plain[key]
         return self.scoped(fid, scope, name) or self.name_in_file(fid, name)
 
     # -- classes ----------------------------------------------------------------
@@ -437,9 +433,9 @@ class Resolver:
                     return hit[0], "super-method"
             return None
         key = (scope, receiver)
-        meaning = self._meanings.get(key, _UNSEEN)
-        if meaning is _UNSEEN:
-            meaning = self._meanings[key] = self._meaning(fid, scope, receiver)
+        if key not in self._meanings:
+            self._meanings[key] = self._meaning(fid, scope, receiver)
+        meaning = self._meanings[key]
         if meaning is None:
             return None
         how, target = meaning
@@ -449,8 +445,8 @@ class Resolver:
                 sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
                 found = self.module_sym.get(sub) if sub is not None else None
             return (found, "module-attr") if found is not None else None
-        hit = self.member(target, name)
-        return (hit[0], how) if hit else None
+        member = self.member(target, name)
+        return (member[0], how) if member else None
 
     def _meaning(self, fid: int, scope: int, receiver: str) -> tuple[str, int] | None:
         """What a receiver (not self/this, not super) names in ``scope``, as (how, symbol):
@@ -458,9 +454,9 @@ class Resolver:
         ("typed-receiver": ``T()`` or a variable of known type). It does not depend on
         the name called on it: ``resolve_ref_target`` memoises it per (scope, receiver)."""
         if receiver.endswith("()") and receiver[:-2].isidentifier():
-            target = self.resolve_name(fid, scope, receiver[:-2])
-            if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
-                return "typed-receiver", target[0]
+            made = self.resolve_name(fid, scope, receiver[:-2])
+            if made is not None and self.sym[made[0]][3] in CLASS_KINDS:
+                return "typed-receiver", made[0]
             return None
         target = self._receiver(fid, scope, receiver)
         if target is not None:
@@ -552,7 +548,7 @@ class Resolver:
         for fid, scope, var, typ in types:
             self.types[scope, var] = typ
             self.typed.setdefault(fid, set()).add(var)
-        out = []
+        out: list[tuple] = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
         calls: dict[tuple, list[tuple[int, str, float]]] = {}
@@ -572,9 +568,9 @@ class Resolver:
                         (ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)
                     )
             else:
-                dst = self._import_target(fid, kind, name, key, receiver)
-                if dst is not None and dst != src:
-                    out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
+                imported = self._import_target(fid, kind, name, key, receiver)
+                if imported is not None and imported != src:
+                    out.append((ref_id, src, imported, "import", "import", 1.0, fid, line))
         return out
 
     def _call_targets(
@@ -587,10 +583,10 @@ class Resolver:
             memo = (cid, name, key)
             found = self._self_calls.get(memo)
             if found is None:
-                hit = self.member(cid, name) if cid is not None else None
-                if hit is not None:
-                    rule = "self-method" if hit[1] == 0 else "base-method"
-                    found = (True, [(hit[0], rule, CONFIDENCE[rule])])
+                member = self.member(cid, name) if cid is not None else None
+                if member is not None:
+                    rule = "self-method" if member[1] == 0 else "base-method"
+                    found = (True, [(member[0], rule, CONFIDENCE[rule])])
                 else:
                     found = (False, self._name_only(fid, key, True))
                 self._self_calls[memo] = found

@@ -25,8 +25,11 @@ log = logging.getLogger("marm.concepts")
 
 
 class Extractor(Protocol):
-    name: str
-    model: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]: ...
 

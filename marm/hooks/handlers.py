@@ -112,8 +112,8 @@ def post_tool(ctx: Ctx, ev: HookEvent) -> None:
         top = _work_tree(path.parent)
         if top is not None:
             repos[str(top)] = ctx.project(str(top))
-    for top, project in repos.items():
-        mark_dirty(ctx, top, project)
+    for root, project in repos.items():
+        mark_dirty(ctx, root, project)
     failed = capture.failed_command(ev.tool_name, ev.tool_input, ev.tool_response)
     if failed and _on(ctx, "capture"):
         from marm.ops.memory import write_memory

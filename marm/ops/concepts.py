@@ -197,7 +197,7 @@ def concept_recall(
         for i, h in sorted(hops.items(), key=lambda kv: (kv[1], -entities[kv[0]].memories))
         if i in entities
     ]
-    note = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
+    missing = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
     return ConceptRecallResult(
         query,
         scope,
@@ -205,7 +205,7 @@ def concept_recall(
         views,
         relations,
         [MemoryView.of(visible[i], detail) for i in ordered[:limit]],
-        note,
+        missing,
         _code_links(ctx, views, scope, all_projects),
     )
 

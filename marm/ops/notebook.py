@@ -76,8 +76,8 @@ def notebook_op(
         if content is None:
             raise BadInput("notebook add needs the entry TEXT")
         cleaned = clean(check_content(content))
-        entry = notebook.put(store, name, cleaned.text.strip())
-        return NotebookResult(action, [_item(entry)], f"saved notebook entry {name!r}")
+        saved = notebook.put(store, name, cleaned.text.strip())
+        return NotebookResult(action, [_item(saved)], f"saved notebook entry {name!r}")
     entry = notebook.get(store, name)
     if entry is None:
         raise NotFound(f"no notebook entry named {name!r}")
@@ -86,9 +86,9 @@ def notebook_op(
     if action == "use":
         session_name = ctx.session(session)
         notebook.activate(store, name, session_name)
-        entry = notebook.get(store, name)
-        assert entry is not None
-        return NotebookResult(action, [_item(entry)], f"{name!r} is active in session {session_name}")
+        active = notebook.get(store, name)
+        assert active is not None
+        return NotebookResult(action, [_item(active)], f"{name!r} is active in session {session_name}")
     notebook.delete(store, name)
     return NotebookResult(action, [_item(entry)], f"deleted notebook entry {name!r}")
 

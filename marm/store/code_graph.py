@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -348,7 +349,7 @@ class Writer:
                 None if facts.exports is None else orjson.dumps(facts.exports).decode(),
             ),
         )
-        fid = int(cur.lastrowid)
+        fid = int(cur.lastrowid or 0)
         if self.kept is not None:
             exports = None if facts.exports is None else orjson.dumps(facts.exports).decode()
             self.kept.files.append((fid, path, lang, facts.module, exports))
@@ -600,6 +601,7 @@ def affected_refs(
     out = []
     for fid, first, base, blob in _file_refs(conn, f"r.file_id IN ({ids})"):
         refs = orjson.loads(blob)
+        picked: Iterable[tuple[int, Any]]
         if fid in whole:
             picked = enumerate(refs, first)
         else:  # only some refs of this file: skip the others before unpacking them

@@ -450,4 +450,4 @@ class Graph:
                 (memory_id,),
             )
         ]
-        return keys, edges  # type: ignore[return-value]
+        return keys, edges
