@@ -30,7 +30,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
         with leases.hold(
             store, ctx.home, "code-index", holder=f"marm drain ({ctx.source})"
         ) as lease:
-            conn = code_graph.connect(ctx.home)
+            graph = code_graph.CodeGraph.open(ctx.home)
             try:
                 for repo in dirty:
                     if time.monotonic() >= deadline:
@@ -39,7 +39,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
                     root = Path(repo.path)
                     started_at = now()
                     try:
-                        report = index_tree(conn, root)
+                        report = index_tree(graph, root)
                     except MarmError as exc:
                         summary["failed"][repo.path] = exc.message
                         continue
@@ -47,7 +47,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
                     summary["indexed"] += 1
                     lease.heartbeat(indexed=summary["indexed"], total=len(dirty))
             finally:
-                conn.close()
+                graph.close()
     except Busy:
         return {"skipped": "another code index is running", "left": len(dirty)}
     if not summary["failed"]:

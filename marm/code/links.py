@@ -25,9 +25,9 @@ def symbols_named(home: Path, names: Iterable[str], limit: int = 5) -> dict[str,
     wanted = sorted({n.strip() for n in names if n and n.strip()})
     if not wanted or not code_graph.exists(home):
         return {}
-    conn = code_graph.connect(home)
+    graph = code_graph.CodeGraph.open(home)
     try:
-        found = code_graph.symbols_named(conn, wanted, limit)
+        found = graph.symbols_named(wanted, limit)
     finally:
-        conn.close()
+        graph.close()
     return {name: [SymbolLink(*row) for row in rows] for name, rows in found.items()}

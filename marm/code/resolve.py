@@ -24,6 +24,7 @@ import orjson
 from marm.code.extract import CLASS_KINDS
 from marm.code.languages import LANGS
 from marm.store import code_graph
+from marm.store.code_graph import CodeGraph
 
 CONFIDENCE = {
     "local": 1.0,
@@ -117,12 +118,12 @@ class Resolver:
 
     def __init__(
         self,
-        conn,
+        graph: CodeGraph,
         tree_id: int,
         lazy: bool = False,
         written: code_graph.Written | None = None,
     ) -> None:
-        self.conn = conn
+        self.graph = graph
         self.tree_id = tree_id
         self.written = written
         self.file_lang: dict[int, str] = {}
@@ -130,7 +131,7 @@ class Resolver:
         self.file_module: dict[int, str] = {}
         # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
         self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-        files = written.files if written else code_graph.files_for_resolver(conn, tree_id)
+        files = written.files if written else graph.files_for_resolver(tree_id)
         for fid, path, lang, module, exports in files:
             self.file_lang[fid] = lang
             self.file_module[fid] = module or ""
@@ -141,7 +142,7 @@ class Resolver:
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
-        self.sym = _table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self.sym = _table(pick(lambda sid: graph.symbol_brief(sid)), lambda: None)
         self._named = _table(pick(self._load_named), list)
         self.children = _table(
             pick(
@@ -163,7 +164,7 @@ class Resolver:
             pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
         )
         self.module_sym = _table(
-            pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
+            pick(lambda fid: graph.module_symbol(fid)), lambda: None
         )
         self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
@@ -196,8 +197,8 @@ class Resolver:
                 for r in sorted(w.imports, key=lambda r: (r[1], r[6]))
             ]
         else:
-            symbols = code_graph.symbols_for_resolver(self.conn, self.tree_id)
-            imports = code_graph.imports_for_resolver(self.conn, self.tree_id)
+            symbols = self.graph.symbols_for_resolver(self.tree_id)
+            imports = self.graph.imports_for_resolver(self.tree_id)
         tops: dict[int, list[int]] = {}
         nested: dict[int, set[str]] = {}
         for sid, fid, parent, name, kind in symbols:
@@ -222,11 +223,11 @@ class Resolver:
             elif local:
                 self.bindings.setdefault(fid, {})[local] = (module, name, kind)
         if w is None:
-            for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+            for cid, name, receiver in self.graph.bases_for_resolver(self.tree_id):
                 self.base_refs.setdefault(cid, []).append((name, receiver))
 
     def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
-        rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
+        rows = self.graph.symbols_with_name(self.tree_id, name)
         for sid, fid, parent, kind in rows:
             dict.setdefault(self.sym, sid, (fid, parent, name, kind))
         return rows
@@ -236,14 +237,14 @@ class Resolver:
         fid = self.sym[cid][0]
         if fid not in self._base_files:
             self._base_files.add(fid)
-            for src, name, receiver in code_graph.bases_in_file(self.conn, fid):
+            for src, name, receiver in self.graph.bases_in_file(fid):
                 dict.setdefault(self.base_refs, src, []).append((name, receiver))
         return dict.get(self.base_refs, cid, [])
 
     def _load_imports(self, fid: int) -> tuple[dict, list]:
         bindings: dict[str, tuple[str, str | None, str]] = {}
         stars: list[str] = []
-        for local, module, name, kind in code_graph.imports_of(self.conn, fid):
+        for local, module, name, kind in self.graph.imports_of(fid):
             if kind == "star":
                 stars.append(module)
             elif local:
@@ -333,7 +334,7 @@ class Resolver:
         if self.tops is not None:
             tops = self.tops.get(target, [])
         else:
-            tops = code_graph.top_level(self.conn, target, ("class", "function"))
+            tops = self.graph.top_level(target, ("class", "function"))
         return tops[0] if len(tops) == 1 else None
 
     def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
@@ -544,7 +545,7 @@ class Resolver:
             for cid, name, receiver in self.written.bases:
                 self.base_refs.setdefault(cid, []).append((name, receiver))
         else:
-            types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
+            types = self.graph.types_for_files({r[1] for r in refs})
         for fid, scope, var, typ in types:
             self.types[scope, var] = typ
             self.typed.setdefault(fid, set()).add(var)

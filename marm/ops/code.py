@@ -148,19 +148,18 @@ def code_lookup(
 ) -> LookupResult:
     """Find symbols and files by name, with the source of each symbol."""
     from marm.code import query as q
-    from marm.store import code_graph
 
     if not query.strip():
         raise BadInput("the query is empty")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        rows = code_graph.find_symbols(conn, tree.id, query.strip(), kind=kind, limit=limit)
-        files = [] if kind else code_graph.find_files(conn, tree.id, query.strip(), limit=5)
+        rows = graph.find_symbols(tree.id, query.strip(), kind=kind, limit=limit)
+        files = [] if kind else graph.find_files(tree.id, query.strip(), limit=5)
     finally:
-        conn.close()
+        graph.close()
     return LookupResult(
         str(root),
         query,
@@ -225,11 +224,11 @@ def code_trace(
     if not 1 <= depth <= 6:
         raise BadInput("--depth must be between 1 and 6")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        steps = q.trace(conn, tree.id, q.resolve_targets(conn, tree.id, name), direction, depth)
+        steps = q.trace(graph, tree.id, q.resolve_targets(graph, tree.id, name), direction, depth)
     finally:
-        conn.close()
+        graph.close()
     return TraceResult(str(root), name, direction, depth, [asdict(s) for s in steps])
 
 
@@ -278,24 +277,21 @@ def code_architecture(
 ) -> ArchitectureResult:
     """Packages with their sizes, entry points, and the most central symbols (PageRank)."""
     from marm.code import query as q
-    from marm.store import code_graph
 
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        packages, by_lang, files, lines = q.package_table(conn, tree.id, limit)
-        counts = code_graph.counts(conn, tree.id)
-        entries = q.entry_points(conn, tree.id, limit)
-        central = code_graph.top_ranked(
-            conn,
-            tree.id,
+        packages, by_lang, files, lines = q.package_table(graph, tree.id, limit)
+        counts = graph.counts(tree.id)
+        entries = q.entry_points(graph, tree.id, limit)
+        central = graph.top_ranked(tree.id,
             limit,
             kinds=("function", "method", "class", "interface", "struct", "trait", "type", "enum"),
         )
     finally:
-        conn.close()
+        graph.close()
 
     def view(r) -> SymbolView:
         return SymbolView(
@@ -375,18 +371,18 @@ def code_impact(
     if not 1 <= depth <= 6:
         raise BadInput("--depth must be between 1 and 6")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
         changed: list[str] = []
         if since is not None:
             files = q.changed_lines(root, since)
             changed = sorted(files)
-            targets = q.touched_symbols(conn, tree.id, files)
+            targets = q.touched_symbols(graph, tree.id, files)
         else:
-            targets = q.resolve_targets(conn, tree.id, name or "")
-        impacted = q.impact(conn, tree.id, targets, depth) if targets else []
+            targets = q.resolve_targets(graph, tree.id, name or "")
+        impacted = q.impact(graph, tree.id, targets, depth) if targets else []
     finally:
-        conn.close()
+        graph.close()
     return ImpactResult(
         str(root), [t.qname for t in targets], since, changed, [asdict(i) for i in impacted]
     )
@@ -426,11 +422,11 @@ def code_projects(ctx: Ctx) -> ProjectsResult:
 
     trees = {}
     if code_graph.exists(ctx.home):
-        conn = code_graph.connect(ctx.home)
+        graph = code_graph.CodeGraph.open(ctx.home)
         try:
-            trees = {t.root: t for t in code_graph.trees(conn)}
+            trees = {t.root: t for t in graph.trees()}
         finally:
-            conn.close()
+            graph.close()
     out = []
     for r in code_repos.listing(ctx.store()):
         t = trees.pop(r.path, None)
@@ -464,15 +460,15 @@ def code_forget(
     )
     removed_tree = False
     if code_graph.exists(ctx.home):
-        conn = code_graph.connect(ctx.home)
+        graph = code_graph.CodeGraph.open(ctx.home)
         try:
-            with code_graph.transaction(conn):
-                tree = code_graph.tree(conn, key)
+            with graph.transaction():
+                tree = graph.tree(key)
                 if tree is not None:
-                    code_graph.forget_tree(conn, tree.id)
+                    graph.forget_tree(tree.id)
                     removed_tree = True
         finally:
-            conn.close()
+            graph.close()
     with store.write():
         removed_repo = code_repos.remove(store, key)
         if removed_repo or removed_tree:
