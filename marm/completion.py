@@ -10,17 +10,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import typer.main
+from typer._click.shell_completion import get_completion_class
+from typer._completion_classes import completion_init
+
+from marm.cli import build_app
+
 SHELLS = {"bash": "marm.bash", "zsh": "marm.zsh", "fish": "marm.fish"}
 
 
 def scripts() -> dict[str, str]:
     """File name -> script text, for every supported shell."""
-    import typer.main
-    from typer._click.shell_completion import get_completion_class
-    from typer._completion_classes import completion_init
-
-    from marm.cli import build_app
-
     completion_init()
     command = typer.main.get_command(build_app())
     out = {}

@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from marm.code.index import index_tree, record
 from marm.errors import Busy, MarmError
+from marm.store import code_graph, code_repos, leases, now
 
 
 def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
     """Index dirty repositories until ``deadline`` (a ``time.monotonic()`` value)."""
-    from marm.code.index import index_tree, record
-    from marm.store import code_graph, code_repos, leases, now
-
     if ctx.setting("auto_code_index") != "on":
         return {"skipped": "switched off"}
     store = ctx.store()

@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from marm import scope
 from marm.code import aliases as import_aliases
 from marm.code import files as fs
 from marm.code.extract import Facts, extract
-from marm.store import code_graph, now
+from marm.code.resolve import Resolver
+from marm.store import code_graph, code_repos, events, leases, now
 from marm.store.code_graph import CodeGraph
 
 #: Below this many changed files, parsing stays in this process.
@@ -237,8 +239,6 @@ def _update(
     progress: Any,
     report: IndexReport,
 ) -> None:
-    from marm.code.resolve import Resolver
-
     if not full:
         old = graph.shape(replaced)
         into = graph.refs_into(replaced)
@@ -406,9 +406,6 @@ def _bar(progress: Any, total: int, label: str) -> Any:
 
 def record(ctx: Any, root: Path, report: IndexReport, started_at: str) -> None:
     """Note the run in the durable store: the repo's last index time, and an event."""
-    from marm import scope
-    from marm.store import code_repos, events
-
     store = ctx.store()
     project = scope.git_project(root)
     with store.write():
@@ -435,8 +432,6 @@ def index_repo(
     ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index"
 ) -> IndexReport:
     """Index one repository under the ``code-index`` lease (``Busy`` when another runs)."""
-    from marm.store import leases
-
     store = ctx.store()
     with leases.hold(store, ctx.home, "code-index", holder=holder):
         started_at = now()

@@ -14,11 +14,11 @@ from marm.context import Ctx
 from marm.errors import BadInput, NotFound
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
-from marm.store import code_repos
+from marm.store import code_graph, code_repos, events
 
 
 def _root(ctx: Ctx, path: str | None) -> Path:
-    from marm.code.files import repo_root
+    from marm.code.files import repo_root  # start-up cost (see above)
 
     where = (ctx.cwd / Path(path).expanduser()) if path else ctx.cwd
     if not where.exists():
@@ -82,7 +82,7 @@ def code_index(
     """
     from dataclasses import asdict
 
-    from marm.code.index import index_repo
+    from marm.code.index import index_repo  # start-up cost (see above)
 
     root = _root(ctx, path)
     report = index_repo(ctx, root, full=full)
@@ -147,7 +147,7 @@ def code_lookup(
     repo: Annotated[str | None, _REPO] = None,
 ) -> LookupResult:
     """Find symbols and files by name, with the source of each symbol."""
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if not query.strip():
         raise BadInput("the query is empty")
@@ -219,7 +219,7 @@ def code_trace(
     """The call tree around a symbol: who calls it, what it calls, with file:line per step."""
     from dataclasses import asdict
 
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if not 1 <= depth <= 6:
         raise BadInput("--depth must be between 1 and 6")
@@ -276,7 +276,7 @@ def code_architecture(
     repo: Annotated[str | None, _REPO] = None,
 ) -> ArchitectureResult:
     """Packages with their sizes, entry points, and the most central symbols (PageRank)."""
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if limit < 1:
         raise BadInput("--limit must be at least 1")
@@ -364,7 +364,7 @@ def code_impact(
     """
     from dataclasses import asdict
 
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if (name is None) == (since is None):
         raise BadInput("give a symbol NAME or --since REF (one of them)")
@@ -418,8 +418,6 @@ class ProjectsResult:
 @op("code", "projects", mcp=None, read_only=True, idempotent=True)
 def code_projects(ctx: Ctx) -> ProjectsResult:
     """Repositories in the code graph, when each was indexed, and which are dirty."""
-    from marm.store import code_graph, code_repos
-
     trees = {}
     if code_graph.exists(ctx.home):
         graph = code_graph.CodeGraph.open(ctx.home)
@@ -450,8 +448,6 @@ def code_forget(
     path: Annotated[str, Param("the repository to drop from the code graph", argument=True)],
 ) -> Done:
     """Drop a repository's code graph and stop keeping it current (its files are untouched)."""
-    from marm.store import code_graph, code_repos, events
-
     target = (ctx.cwd / Path(path).expanduser()).resolve()
     store = ctx.store()
     known = {r.path for r in code_repos.listing(store)}

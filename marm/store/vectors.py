@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from marm.store import events
+from marm.store import events, outbox
 from marm.store.db import Store
 
 MAGIC = b"MARMVEC1"
@@ -248,8 +248,6 @@ def load(store: Store, home: Path, model: str, dim: int, project: str | None) ->
 
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
     """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
-    from marm.store import outbox
-
     todo = memories_to_embed(store, model, everything)
     with store.write():
         for memory_id, content_hash in todo:
