@@ -10,7 +10,7 @@ import pytest
 
 #: Eight writers at once, each a loop of real `marm log` processes: enough to make every
 #: write wait its turn many times (2 cores), without spending minutes on start-ups.
-WORKERS, EACH = 8, 25
+WORKERS, EACH = 8, 15
 
 _WORKER = """
 import subprocess, sys
