@@ -213,14 +213,14 @@ def _index_tree(
             _update(graph, tree.id, root, aliases, todo, skipped, replaced, full, workers, progress, report)
         graph.finish_tree(tree.id, now())
         report.skipped = [
-            {"path": p, "reason": n}
-            for p, s, n in graph.skipped(tree.id)
-            if s == "skipped"
+            {"path": f.path, "reason": f.note}
+            for f in graph.skipped(tree.id)
+            if f.status == "skipped"
         ]
         report.partial = [
-            {"path": p, "reason": n}
-            for p, s, n in graph.skipped(tree.id)
-            if s == "partial"
+            {"path": f.path, "reason": f.note}
+            for f in graph.skipped(tree.id)
+            if f.status == "partial"
         ]
     report.seconds = round(time.monotonic() - started, 3)
     return report

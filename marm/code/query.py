@@ -240,13 +240,13 @@ def package_table(graph: CodeGraph, tree_id: int, limit: int) -> tuple[list[Pack
     groups: dict[str, list[tuple]] = {}
     by_lang: Counter = Counter()
     total_files = total_lines = 0
-    for path, lang, lines, symbols, status in graph.packages(tree_id):
-        if status == "skipped":
+    for f in graph.packages(tree_id):
+        if f.status == "skipped":
             continue
-        groups.setdefault(posixpath.dirname(path) or ".", []).append((lang, lines, symbols))
-        by_lang[lang] += lines
+        groups.setdefault(posixpath.dirname(f.path) or ".", []).append((f.lang, f.lines, f.symbols))
+        by_lang[f.lang] += f.lines
         total_files += 1
-        total_lines += lines
+        total_lines += f.lines
     table = [
         Package(
             d,
@@ -265,9 +265,9 @@ def entry_points(graph: CodeGraph, tree_id: int, limit: int) -> list[SymbolRow]:
     rows = graph.top_ranked(tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method")
     )
     wanted = [
-        sid
-        for sid, path in graph.module_files(tree_id)
-        if posixpath.splitext(posixpath.basename(path))[0] in _ENTRY_FILES
+        m.symbol_id
+        for m in graph.module_files(tree_id)
+        if posixpath.splitext(posixpath.basename(m.path))[0] in _ENTRY_FILES
     ]
     modules = list(graph.symbols_by_id(wanted).values())
     seen, out = set(), []

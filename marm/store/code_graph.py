@@ -110,6 +110,28 @@ class Tree:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str
+    status: str  # skipped | partial
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileSize:
+    path: str
+    lang: str
+    lines: int
+    symbols: int  # not counting the module itself
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFile:
+    symbol_id: int  # the file's module symbol
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class FileState:
     id: int
     size: int | None
@@ -399,16 +421,13 @@ class CodeGraph:
         """Bulk insertion of parsed files (see ``Writer``), inside ``transaction()``."""
         return Writer(self.conn, tree_id, keep)
 
-
     def drop_indexes(self) -> None:
         for ddl in INDEXES:
             self.conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[2]}")
 
-
     def create_indexes(self) -> None:
         for ddl in INDEXES:
             self.conn.execute(ddl.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
-
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -424,7 +443,6 @@ class CodeGraph:
         ).fetchone()
         return None if row is None else Tree(*row)
 
-
     def trees(self) -> list[Tree]:
         return [
             Tree(*r)
@@ -432,7 +450,6 @@ class CodeGraph:
                 "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root"
             )
         ]
-
 
     def finish_tree(
         self, tree_id: int, at: str, edges_delta: int | None = None
@@ -447,7 +464,6 @@ class CodeGraph:
             (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id),
         )
 
-
     def ranking_due(self, tree_id: int, changed_edges: int, share: float) -> bool:
         """Add ``changed_edges`` to the edges changed since the last ranking; True when they
         reach ``share`` of the tree's edges (then the caller ranks and calls ``ranked``)."""
@@ -459,10 +475,8 @@ class CodeGraph:
         ).fetchone()
         return unranked > 0 and unranked >= share * edges
 
-
     def ranked(self, tree_id: int, edges: int) -> None:
         self.conn.execute("UPDATE code_trees SET unranked = 0, edges = ? WHERE id = ?", (edges, tree_id))
-
 
     def file_states(self, tree_id: int) -> dict[str, FileState]:
         return {
@@ -473,19 +487,16 @@ class CodeGraph:
             )
         }
 
-
     def touch_files(self, rows: Iterable[tuple[int, int, int]]) -> None:
         """Store a new (size, mtime) for files whose content did not change."""
         self.conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
 
-
-    def skipped(self, tree_id: int) -> list[tuple[str, str, str]]:
-        """(path, status, note) of files skipped or indexed partially."""
-        return self.conn.execute(
+    def skipped(self, tree_id: int) -> list[SkippedFile]:
+        """Files skipped or indexed partially, by path."""
+        return [SkippedFile(*r) for r in self.conn.execute(
             "SELECT path, status, note FROM code_files WHERE tree_id = ? AND status != 'ok' ORDER BY path",
             (tree_id,),
-        ).fetchall()
-
+        )]
 
     def delete_files(self, file_ids: Sequence[int]) -> int:
         """Remove files and everything parsed from them, and every edge into or out of them
@@ -503,15 +514,12 @@ class CodeGraph:
         self.conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
         return gone
 
-
     def tree_aliases(self, tree_id: int) -> str | None:
         """The import aliases the tree was last indexed with (``marm.code.aliases.stamp``)."""
         return self.conn.execute("SELECT aliases FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0]
 
-
     def set_tree_aliases(self, tree_id: int, stamp: str) -> None:
         self.conn.execute("UPDATE code_trees SET aliases = ? WHERE id = ?", (stamp, tree_id))
-
 
     def clear_tree(self, tree_id: int) -> None:
         for table in ("code_edges", "code_ref_keys", "code_imports", "code_symbols"):
@@ -523,11 +531,9 @@ class CodeGraph:
             )
         self.conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
 
-
     def forget_tree(self, tree_id: int) -> None:
         self.clear_tree(tree_id)
         self.conn.execute("DELETE FROM code_trees WHERE id = ?", (tree_id,))
-
 
     def add_skipped(
         self, tree_id: int,
@@ -544,9 +550,7 @@ class CodeGraph:
             (tree_id, path, lang, size, mtime_ns, digest, note),
         )
 
-
     # -- what the resolver reads -------------------------------------------------------
-
 
     def files_for_resolver(self, tree_id: int) -> list[tuple]:
         """(id, path, lang, module, exports JSON) of every parsed file."""
@@ -556,14 +560,12 @@ class CodeGraph:
             (tree_id,),
         ).fetchall()
 
-
     def symbols_for_resolver(self, tree_id: int) -> list[tuple]:
         """(id, file_id, parent_id, name, kind) of every symbol."""
         return self.conn.execute(
             "SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ? ORDER BY id",
             (tree_id,),
         ).fetchall()
-
 
     def imports_for_resolver(self, tree_id: int) -> list[tuple]:
         """(file_id, local, module, name, kind) in statement order."""
@@ -572,7 +574,6 @@ class CodeGraph:
             " ORDER BY file_id, line, rowid",
             (tree_id,),
         ).fetchall()
-
 
     def bases_for_resolver(self, tree_id: int) -> list[tuple]:
         """(class id, base name, receiver) of every base-class reference, in ref order."""
@@ -584,13 +585,11 @@ class CodeGraph:
             )
         )
 
-
     def symbol_brief(self, sid: int) -> tuple | None:
         """(file_id, parent_id, name, kind) of one symbol."""
         return self.conn.execute(
             "SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)
         ).fetchone()
-
 
     def symbols_with_name(self, tree_id: int, name: str) -> list[tuple]:
         """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
@@ -600,13 +599,11 @@ class CodeGraph:
             (tree_id, name),
         ).fetchall()
 
-
     def module_symbol(self, file_id: int) -> int | None:
         row = self.conn.execute(
             "SELECT id FROM code_symbols WHERE file_id = ? AND kind = 'module'", (file_id,)
         ).fetchone()
         return None if row is None else row[0]
-
 
     def top_level(self, file_id: int, kinds: tuple[str, ...]) -> list[int]:
         return [
@@ -618,14 +615,12 @@ class CodeGraph:
             )
         ]
 
-
     def imports_of(self, file_id: int) -> list[tuple]:
         """(local, module, name, kind) of one file, in statement order."""
         return self.conn.execute(
             "SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
             (file_id,),
         ).fetchall()
-
 
     def bases_in_file(self, file_id: int) -> list[tuple]:
         """(class id, base name, receiver) of one file's base-class references."""
@@ -636,7 +631,6 @@ class CodeGraph:
             )
         )
 
-
     def types_for_files(self, file_ids: Iterable[int]) -> list[tuple]:
         """(file_id, scope_id, var, type) for typed receivers."""
         ids = _ids(self.conn, file_ids)
@@ -644,11 +638,9 @@ class CodeGraph:
             f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})"
         ).fetchall()
 
-
     def all_refs(self, tree_id: int) -> list[tuple]:
         """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
         return list(_unpack(_file_refs(self.conn, *_tree_files(tree_id))))
-
 
     def affected_refs(
         self, tree_id: int,
@@ -686,7 +678,6 @@ class CodeGraph:
                 out.append((rid, fid, base + scope, kind, name, key, receiver, line))
         return out
 
-
     def importers(self, tree_id: int, modules: Iterable[str]) -> set[int]:
         """Files with an import statement naming one of ``modules``."""
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
@@ -700,7 +691,6 @@ class CodeGraph:
                 (tree_id,),
             )
         }
-
 
     def shape(self, file_ids: Sequence[int]) -> Shape:
         ids = _ids(self.conn, file_ids)
@@ -741,7 +731,6 @@ class CodeGraph:
         }
         return Shape(names, modules, bases | {(c, None, None) for c in classes}, interface)
 
-
     def reexporters(
         self, tree_id: int, modules: Iterable[str]
     ) -> list[tuple[int, str]]:
@@ -756,7 +745,6 @@ class CodeGraph:
             (tree_id,),
         ).fetchall()
 
-
     def refs_into(self, file_ids: Sequence[int]) -> dict[int, int]:
         """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
         ids = _ids(self.conn, file_ids)
@@ -766,7 +754,6 @@ class CodeGraph:
                 f" ON s.id = e.dst_id WHERE s.file_id IN ({ids})"
             ).fetchall()
         )
-
 
     def delete_edges_of_refs(self, refs: Iterable[tuple[int, int]]) -> int:
         """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
@@ -782,10 +769,8 @@ class CodeGraph:
             " CROSS JOIN code_edges e ON e.file_id = t.file_id AND e.ref_id = t.ref_id)"
         ).rowcount
 
-
     def delete_tree_edges(self, tree_id: int) -> None:
         self.conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
-
 
     def add_edges(self, tree_id: int, rows: Sequence[tuple]) -> None:
         """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
@@ -796,12 +781,10 @@ class CodeGraph:
             rows,
         )
 
-
     def edge_weights(self, tree_id: int) -> list[tuple[int, int, float]]:
         return self.conn.execute(
             "SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?", (tree_id,)
         ).fetchall()
-
 
     def set_ranks(self, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
         """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""
@@ -817,7 +800,6 @@ class CodeGraph:
             "UPDATE code_symbols SET rank = t.rank FROM temp.tmp_rank t WHERE code_symbols.id = t.id"
             " AND code_symbols.rank != t.rank"
         )
-
 
     def find_symbols(
         self, tree_id: int,
@@ -862,7 +844,6 @@ class CodeGraph:
             )
         return list(out.values())
 
-
     def find_files(
         self, tree_id: int, query: str, limit: int = 10
     ) -> list[FileRow]:
@@ -874,11 +855,9 @@ class CodeGraph:
         ).fetchall()
         return [FileRow(*r) for r in rows]
 
-
     def symbols_by_id(self, ids: Iterable[int]) -> dict[int, SymbolRow]:
         idl = _ids(self.conn, ids)
         return {r[0]: SymbolRow(*r) for r in self.conn.execute(f"SELECT {_SYM} WHERE s.id IN ({idl})")}
-
 
     def edges_touching(
         self, ids: Iterable[int],
@@ -901,7 +880,6 @@ class CodeGraph:
             )
         ]
 
-
     def symbols_at(
         self, tree_id: int, path: str, lines: Iterable[int]
     ) -> list[int]:
@@ -918,15 +896,13 @@ class CodeGraph:
                 out.add(min(around, key=lambda r: (r[3] == "module", r[2] - r[1]))[0])
         return sorted(out)
 
-
-    def packages(self, tree_id: int) -> list[tuple[str, str, int, int, int]]:
-        """(path, lang, lines, symbols, status) per parsed file, for grouping into packages."""
-        return self.conn.execute(
+    def packages(self, tree_id: int) -> list[FileSize]:
+        """Every file's size, for grouping into packages."""
+        return [FileSize(*r) for r in self.conn.execute(
             "SELECT f.path, f.lang, f.lines, (SELECT count(*) FROM code_symbols s WHERE s.file_id = f.id"
             " AND s.kind != 'module'), f.status FROM code_files f WHERE f.tree_id = ?",
             (tree_id,),
-        ).fetchall()
-
+        )]
 
     def top_ranked(
         self, tree_id: int,
@@ -947,15 +923,13 @@ class CodeGraph:
             for r in self.conn.execute(sql + " ORDER BY s.rank DESC, s.id LIMIT ?", [*args, limit])
         ]
 
-
-    def module_files(self, tree_id: int) -> list[tuple[int, str]]:
-        """(module symbol id, path) of every parsed file."""
-        return self.conn.execute(
+    def module_files(self, tree_id: int) -> list[ModuleFile]:
+        """The module symbol of every parsed file, with the file's path."""
+        return [ModuleFile(*r) for r in self.conn.execute(
             "SELECT s.id, f.path FROM code_files f JOIN code_symbols s ON s.file_id = f.id"
             " AND s.kind = 'module' WHERE f.tree_id = ?",
             (tree_id,),
-        ).fetchall()
-
+        )]
 
     def counts(self, tree_id: int) -> dict[str, int]:
         one = self.conn.execute
@@ -963,7 +937,6 @@ class CodeGraph:
             "symbols": one("SELECT symbols FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
             "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
         }
-
 
     def snapshot(self, tree_id: int) -> dict[str, set[tuple]]:
         """The tree's graph keyed on values (paths, qualified names), never on row ids: two
@@ -994,7 +967,6 @@ class CodeGraph:
                 )
             ),
         }
-
 
     def symbols_named(
         self, names: Sequence[str], limit: int = 5
