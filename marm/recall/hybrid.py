@@ -42,7 +42,6 @@ benchmark (LoCoMo, dev half) and rounded; nothing in them is specific to it.
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -53,7 +52,9 @@ from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit
 
-if TYPE_CHECKING:  # numpy is imported by the lane that scores vectors, not by this module's readers
+if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query is scored
+    from concurrent.futures import ThreadPoolExecutor
+
     import numpy as np
     from numpy.typing import NDArray
 
@@ -184,6 +185,8 @@ def _worker() -> ThreadPoolExecutor:
     """The process's threads for query embeddings and vector scans (started on first use)."""
     global _WORKER
     if _WORKER is None:
+        from concurrent.futures import ThreadPoolExecutor  # start-up cost: see TYPE_CHECKING above
+
         _WORKER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="marm-meaning")
     return _WORKER
 
