@@ -30,8 +30,8 @@ def main() -> None:
 
 def _serve() -> int:
     """Run the ``mcp`` op as the CLI would (its summary on stderr: stdout is the protocol)."""
+    from marm.context import Ctx
     from marm.errors import MarmError
-    from marm.ops.context import Ctx
     from marm.ops.serve import mcp
 
     ctx = Ctx(source="cli")

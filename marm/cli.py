@@ -17,9 +17,9 @@ from typing import Annotated, Any
 import typer
 
 from marm import __version__
+from marm.context import Ctx
 from marm.errors import BadInput, MarmError
 from marm.ops import COMMANDS, Op, load
-from marm.ops.context import Ctx
 
 _HELP = (
     "marm: local-first memory for coding agents. One SQLite store on this machine; "
@@ -121,7 +121,7 @@ def _placeholder(word: str) -> Any:
 def command_words(argv: list[str]) -> list[str]:
     """The leading command words of ``argv`` (``marm code trace X --depth 2`` ->
     ``code, trace, X``), skipping options before the first word."""
-    words = []
+    words: list[str] = []
     for arg in argv:
         if arg.startswith("-"):
             if words:

@@ -10,19 +10,21 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import typer
+import typer.main
+from typer._click.shell_completion import get_completion_class
+from typer._completion_classes import completion_init
+
 SHELLS = {"bash": "marm.bash", "zsh": "marm.zsh", "fish": "marm.fish"}
 
 
 def scripts() -> dict[str, str]:
     """File name -> script text, for every supported shell."""
-    import typer.main
-    from typer._click.shell_completion import get_completion_class
-    from typer._completion_classes import completion_init
-
-    from marm.cli import build_app
-
     completion_init()
-    command = typer.main.get_command(build_app())
+    # A shim names the program only; each TAB asks marm itself, so no command tree is needed.
+    shell_app = typer.Typer(name="marm")
+    shell_app.command()(lambda: None)
+    command = typer.main.get_command(shell_app)
     out = {}
     for shell, filename in SHELLS.items():
         cls = get_completion_class(shell)

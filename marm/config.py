@@ -72,3 +72,24 @@ SETTINGS: dict[str, Setting] = {
 
 #: Longest memory text accepted, in characters. Long texts are chunked for embedding.
 MAX_CONTENT_CHARS = 100_000
+
+
+@dataclass(frozen=True, slots=True)
+class Resolved:
+    """A setting's value and where it came from: ``saved``, ``env NAME`` or ``default``."""
+
+    value: str
+    source: str
+
+
+def resolve(key: str, saved: Mapping[str, str], env: Mapping[str, str]) -> Resolved:
+    """The one precedence rule: a value saved in the database > the environment > the default.
+
+    Pure: the caller passes what the database holds (``flags``) and its environment.
+    """
+    spec = SETTINGS[key]
+    if key in saved:
+        return Resolved(saved[key], "saved")
+    if spec.env and env.get(spec.env):
+        return Resolved(env[spec.env], f"env {spec.env}")
+    return Resolved(spec.default, "default")

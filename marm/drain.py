@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.store import leases, outbox
 from marm.store.records import Task
 
 #: Outbox task kind -> module exposing ``HANDLER: Handler``.
 HANDLER_MODULES: dict[str, str] = {
-    "embed": "marm.embed_drain",
+    "embed": "marm.embed.drain",
     "concepts": "marm.concepts.drain",
 }
 #: Modules exposing ``sweep(ctx, deadline) -> dict`` (a summary for the drain's result).

@@ -15,7 +15,9 @@ with the traceback on stderr. The server never dies of a bad call.
 The process stays up for the whole agent session, so it is the natural place to embed:
 after writes, once the client has been quiet for a moment, a bounded drain of ``embed``
 tasks runs in a background thread (the encoder loads once per process), off the request
-path. A recall right after a write still finds the new memory.
+path. A recall right after a write still finds the new memory. That policy, and the
+connection held open for the server's life, are ``marm.ops.background``'s; this face
+only reports calls and successful writes to them.
 
 This module imports ``mcp`` at the top: only ``marm mcp`` imports it.
 """
@@ -46,11 +48,11 @@ from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, ValidationError
 from typing_extensions import TypedDict
 
-from marm import __version__, config
-from marm.errors import Busy, MarmError
+from marm import __version__
+from marm.context import Ctx
+from marm.errors import MarmError
 from marm.ops import Op, load
-from marm.ops.context import Ctx
-from marm.store import Store
+from marm.ops.background import BackgroundDrain, DatabaseAnchor
 
 log = logging.getLogger("marm.mcp")
 
@@ -58,12 +60,6 @@ log = logging.getLogger("marm.mcp")
 _MCP_CONTEXT = "mcp_context"
 #: How long a tool call waits for the client's roots before using the start directory.
 ROOTS_TIMEOUT = 2.0
-#: Upper bound of one background embedding drain.
-DRAIN_SECONDS = 30.0
-#: Quiet time after the last call before the background drain starts ...
-IDLE_SECONDS = 0.75
-#: ... but never later than this after the first write that asked for it.
-MAX_DELAY_SECONDS = 5.0
 #: Client names (``clientInfo.name``) mapped to the platform marm tags memories with.
 _PLATFORMS = ("claude", "codex", "gemini", "cursor")
 
@@ -71,87 +67,6 @@ _PLATFORMS = ("claude", "codex", "gemini", "cursor")
 def tool_ops() -> list[Op]:
     """The ops served as tools: every registered op with an MCP name."""
     return [o for o in load().values() if o.mcp]
-
-
-class BackgroundDrain:
-    """Embeds new memories in a background thread, once the client has gone quiet.
-
-    ``kick()`` after a write asks for a drain; ``touch()`` on every call pushes it back, so
-    the drain runs ``idle`` seconds after the last call (and at the latest ``max_delay``
-    seconds after the first write that asked for it). That keeps it out of the way of
-    a recall made right after a write: such a recall embeds the few pending memories
-    itself, whereas a drain that had just claimed them would leave the new memory without
-    a vector for that recall. One drain thread at a time; a write during a drain asks for
-    another round. Another process holding the drain lease (``Busy``) is not an error:
-    that drain embeds them.
-    """
-
-    def __init__(self, cwd: Path, env: Mapping[str, str], idle: float = IDLE_SECONDS,
-                 max_delay: float = MAX_DELAY_SECONDS, max_seconds: float = DRAIN_SECONDS) -> None:
-        self.cwd, self.env, self.max_seconds = cwd, env, max_seconds
-        self.idle, self.max_delay = idle, max_delay
-        self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
-        self._wanted = False
-        self._due = self._latest = 0.0
-        self._unavailable = False
-
-    def kick(self) -> None:
-        with self._lock:
-            if self._unavailable:
-                return
-            now = time.monotonic()
-            if not self._wanted:
-                self._wanted, self._latest = True, now + self.max_delay
-            self._due = min(now + self.idle, self._latest)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="marm-embed-drain",
-                                                daemon=True)
-                self._thread.start()
-
-    def touch(self) -> None:
-        with self._lock:
-            if self._wanted:
-                self._due = min(max(self._due, time.monotonic() + self.idle), self._latest)
-
-    def finish(self, timeout: float, run_pending: bool = True) -> None:
-        """Run a wanted drain now (or drop it), and wait up to ``timeout`` for the thread."""
-        with self._lock:
-            if run_pending:
-                self._due = self._latest = 0.0  # a late touch() cannot push it back again
-            else:
-                self._wanted = False
-            thread = self._thread
-        if thread is not None:
-            thread.join(timeout)
-
-    def _run(self) -> None:
-        from marm import drain
-
-        while True:
-            with self._lock:
-                if not self._wanted:
-                    self._thread = None
-                    return
-                wait = self._due - time.monotonic()
-                if wait <= 0:
-                    self._wanted = False
-            if wait > 0:
-                time.sleep(min(wait, 0.1))  # short naps: ``finish`` may bring the drain forward
-                continue
-            if drain.load_handler("embed") is None:  # embeddings are not part of this build
-                with self._lock:
-                    self._unavailable, self._thread = True, None
-                return
-            ctx = Ctx(source="mcp", cwd=self.cwd, env=dict(self.env))
-            try:
-                drain.run(ctx, kinds=["embed"], max_seconds=self.max_seconds, sweeps=False)
-            except Busy:
-                pass  # another process is draining; it embeds these too
-            except Exception:  # noqa: BLE001 - background work must not take the server down
-                log.exception("background embedding drain failed")
-            finally:
-                ctx.close()
 
 
 @dataclass
@@ -165,7 +80,7 @@ class Served:
     errors: int = 0
     started: float = field(default_factory=time.monotonic)
     roots_failed: bool = False
-    _anchor: Store | None = field(default=None, init=False, repr=False)
+    _anchor: DatabaseAnchor = field(default_factory=DatabaseAnchor, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     async def ctx_for(self, mcp_context: Context | None) -> Ctx:
@@ -207,7 +122,7 @@ class Served:
         """Run ``o`` (in a worker thread) and turn its result or error into a tool result."""
         self.background.touch()
         try:
-            self._hold_database(ctx)
+            self._anchor.hold(ctx)
             result = o.func(ctx, **kwargs)
             answer = types.CallToolResult(
                 content=[types.TextContent(type="text", text=result.text())],
@@ -227,27 +142,8 @@ class Served:
             self.background.kick()
         return answer
 
-    def _hold_database(self, ctx: Ctx) -> None:
-        """Keep one connection open for the server's whole life.
-
-        Each call opens and closes its own connection (calls run on worker threads), and
-        closing the last connection to a WAL database checkpoints it, an fsync of tens of
-        milliseconds that would otherwise land on every write. A failure to open is left
-        to the call's own open, which reports it.
-        """
-        if self._anchor is not None:
-            return
-        with self._lock:
-            if self._anchor is None:
-                try:
-                    self._anchor = Store.open(config.database_path(ctx.home))
-                except MarmError:
-                    pass
-
     def close(self) -> None:
-        if self._anchor is not None:
-            self._anchor.close()
-            self._anchor = None
+        self._anchor.close()
 
 
 def _as_json(result: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from marm.config import MAX_CONTENT_CHARS
@@ -61,6 +62,11 @@ class Cleaned:
     private_spans: int
 
 
+def _keep_prefix(mark: str) -> Callable[[re.Match[str]], str]:
+    """A replacement that keeps a pattern's first group (``key=``) and redacts the rest."""
+    return lambda m: m.group(1) + mark
+
+
 def clean(text: str) -> Cleaned:
     """Drop ``<private>`` spans and redact secrets; say what was removed."""
     text, private = _PRIVATE.subn("", text)
@@ -68,7 +74,7 @@ def clean(text: str) -> Cleaned:
     for kind, pattern in SECRET_PATTERNS:
         mark = f"[REDACTED:{kind}]"
         if pattern.groups == 2:
-            text, n = pattern.subn(lambda m, mark=mark: m.group(1) + mark, text)
+            text, n = pattern.subn(_keep_prefix(mark), text)
         else:
             text, n = pattern.subn(mark, text)
         if n:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from tests.helpers import run_marm
 
 

@@ -11,14 +11,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from marm.code.index import index_tree, record
 from marm.errors import Busy, MarmError
+from marm.store import code_graph, code_repos, leases, now
 
 
 def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
     """Index dirty repositories until ``deadline`` (a ``time.monotonic()`` value)."""
-    from marm.code.index import index_tree, record
-    from marm.store import code_graph, code_repos, leases, now
-
     if ctx.setting("auto_code_index") != "on":
         return {"skipped": "switched off"}
     store = ctx.store()
@@ -30,7 +29,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
         with leases.hold(
             store, ctx.home, "code-index", holder=f"marm drain ({ctx.source})"
         ) as lease:
-            conn = code_graph.connect(ctx.home)
+            graph = code_graph.CodeGraph.open(ctx.home)
             try:
                 for repo in dirty:
                     if time.monotonic() >= deadline:
@@ -39,7 +38,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
                     root = Path(repo.path)
                     started_at = now()
                     try:
-                        report = index_tree(conn, root)
+                        report = index_tree(graph, root)
                     except MarmError as exc:
                         summary["failed"][repo.path] = exc.message
                         continue
@@ -47,7 +46,7 @@ def sweep(ctx: Any, deadline: float) -> dict[str, Any]:
                     summary["indexed"] += 1
                     lease.heartbeat(indexed=summary["indexed"], total=len(dirty))
             finally:
-                conn.close()
+                graph.close()
     except Busy:
         return {"skipped": "another code index is running", "left": len(dirty)}
     if not summary["failed"]:

@@ -25,6 +25,10 @@ _IMPORT_REF = {"module": "import", "from": "import-from", "star": "import-star"}
 _TS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d")
 
 
+#: An import: (local name, module, imported name, kind, line).
+Import = tuple[str | None, str, str | None, str, int]
+
+
 @dataclass(slots=True)
 class Facts:
     """What a file defines and references. Index 0 of ``symbols`` is the module itself."""
@@ -35,7 +39,7 @@ class Facts:
     #: (name, qname, kind, line, end_line, signature, parent index or -1)
     symbols: list[tuple[str, str, str, int, int, str, int]] = field(default_factory=list)
     #: (local name or None, module, imported name or None, kind: module|from|star, line)
-    imports: list[tuple[str | None, str, str | None, str, int]] = field(default_factory=list)
+    imports: list[Import] = field(default_factory=list)
     #: (kind, scope symbol index, name, key, receiver or None, line). Kinds: call, base,
     #: import (module), import-from, import-star; an import's receiver is its module.
     #: ``key`` is the name looked up elsewhere (an alias's original name).
@@ -122,7 +126,7 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
             if kind is None:
                 kind = def_kinds[pattern] = next(k for k in caps if k.startswith("def."))[4:]
             node = caps["def." + kind][0]
-            recv = caps.get("recv")
+            receivers = caps.get("recv")
             bases = caps.get("bases")
             defs.append(
                 (
@@ -133,7 +137,7 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
                     node.start_point[0] + 1,
                     node.end_point[0] + 1,
                     _signature(data, text, node),
-                    txt(recv[0]) if recv else None,
+                    txt(receivers[0]) if receivers else None,
                     _base_names(data, bases[0]) if bases else (),
                 )
             )
@@ -168,14 +172,14 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
                 facts.imports.extend(_js_imports(data, node, path, aliases))
         for node, source in requires:
             facts.imports.extend(_js_require(data, node, source, path, aliases))
-        aliases = {
+        renamed = {
             local: name
             for local, _, name, kind, _ in facts.imports
             if kind == "from" and local and name and local != name
         }
-        if aliases:
+        if renamed:
             facts.refs = [
-                (k, s, n, aliases.get(n, n) if r is None else n, r, line)
+                (k, s, n, renamed.get(n, n) if r is None else n, r, line)
                 for k, s, n, _, r, line in facts.refs
             ]
         sep = LANGS[lang].module_sep
@@ -308,7 +312,7 @@ def _scope(
 
 def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
     line = node.start_point[0] + 1
-    out = []
+    out: list[Import] = []
     if node.type == "import_statement":
         for child in node.named_children:
             if child.type == "dotted_name":
@@ -372,7 +376,7 @@ def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]
         return []
     if target.type == "identifier":
         return [(_text(data, target), module, None, "module", line)]
-    out = []
+    out: list[Import] = []
     if target.type == "object_pattern":
         for child in target.named_children:
             if child.type == "shorthand_property_identifier_pattern":
@@ -391,7 +395,7 @@ def _js_imports(data: bytes, node, path: str, aliases: tuple[Alias, ...]) -> lis
         return []
     module = _js_module(path, _text(data, source).strip("'\"`"), aliases)
     line = node.start_point[0] + 1
-    out = []
+    out: list[Import] = []
     clause = next(
         (
             c

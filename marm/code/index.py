@@ -30,10 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from marm import scope
 from marm.code import aliases as import_aliases
 from marm.code import files as fs
 from marm.code.extract import Facts, extract
-from marm.store import code_graph, now
+from marm.code.resolve import Resolver
+from marm.store import code_graph, code_repos, events, leases, now
+from marm.store.code_graph import CodeGraph
 
 #: Below this many changed files, parsing stays in this process.
 PARALLEL_MIN_FILES = 300
@@ -114,11 +117,11 @@ def default_workers() -> int:
 
 
 def index_tree(
-    conn, root: Path, *, full: bool = False, workers: int | None = None, progress: Any = None
+    graph: CodeGraph, root: Path, *, full: bool = False, workers: int | None = None, progress: Any = None
 ) -> IndexReport:
     """Bring the code graph of the repository at ``root`` up to date."""
     with _no_cyclic_gc():
-        return _index_tree(conn, root, full=full, workers=workers, progress=progress)
+        return _index_tree(graph, root, full=full, workers=workers, progress=progress)
 
 
 @contextmanager
@@ -136,29 +139,29 @@ def _no_cyclic_gc() -> Iterator[None]:
 
 
 def _index_tree(
-    conn, root: Path, *, full: bool, workers: int | None, progress: Any
+    graph: CodeGraph, root: Path, *, full: bool, workers: int | None, progress: Any
 ) -> IndexReport:
     started = time.monotonic()
     workers = default_workers() if workers is None else max(1, workers)
     report = IndexReport(root=str(root), full=full)
     listed = fs.source_files(root)
     report.files = len(listed)
-    with code_graph.transaction(conn):
-        tree = code_graph.tree(conn, str(root), create=True)
+    with graph.transaction():
+        tree = graph.tree(str(root), create=True)
         assert tree is not None
         aliases = import_aliases.load(root)
         stamp = import_aliases.stamp(aliases)
-        if code_graph.tree_aliases(conn, tree.id) != stamp:
+        if graph.tree_aliases(tree.id) != stamp:
             full = True  # another alias map: any import may now name another file
-            code_graph.set_tree_aliases(conn, tree.id, stamp)
+            graph.set_tree_aliases(tree.id, stamp)
         if full:
-            code_graph.clear_tree(conn, tree.id)
-        known = code_graph.file_states(conn, tree.id)
+            graph.clear_tree(tree.id)
+        known = graph.file_states(tree.id)
         full = full or not known
         report.full = full
         todo: list[tuple[str, str, int, int, str]] = []  # path, lang, size, mtime, hash
         touched = []
-        skipped = []
+        skipped: list[tuple[str, str, os.stat_result, str | None, str]] = []  # path, lang, stat, hash, why
         base = str(root) + os.sep
         present = set()
         for path, lang in listed:
@@ -200,31 +203,31 @@ def _index_tree(
                 skipped.append((path, lang, st, digest, why))
                 continue
             todo.append((path, lang, st.st_size, st.st_mtime_ns, digest))
-        code_graph.touch_files(conn, touched)
+        graph.touch_files(touched)
         gone = [p for p in known if p not in present]
         replaced = [
             known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone if p in known
         ]
         report.deleted = len([p for p in gone if p in known])
         if replaced or todo or skipped:
-            _update(conn, tree.id, root, aliases, todo, skipped, replaced, full, workers, progress, report)
-        code_graph.finish_tree(conn, tree.id, now())
+            _update(graph, tree.id, root, aliases, todo, skipped, replaced, full, workers, progress, report)
+        graph.finish_tree(tree.id, now())
         report.skipped = [
-            {"path": p, "reason": n}
-            for p, s, n in code_graph.skipped(conn, tree.id)
-            if s == "skipped"
+            {"path": f.path, "reason": f.note}
+            for f in graph.skipped(tree.id)
+            if f.status == "skipped"
         ]
         report.partial = [
-            {"path": p, "reason": n}
-            for p, s, n in code_graph.skipped(conn, tree.id)
-            if s == "partial"
+            {"path": f.path, "reason": f.note}
+            for f in graph.skipped(tree.id)
+            if f.status == "partial"
         ]
     report.seconds = round(time.monotonic() - started, 3)
     return report
 
 
 def _update(
-    conn,
+    graph: CodeGraph,
     tree_id: int,
     root: Path,
     aliases: tuple,
@@ -236,28 +239,26 @@ def _update(
     progress: Any,
     report: IndexReport,
 ) -> None:
-    from marm.code.resolve import Resolver
-
     if not full:
-        old = code_graph.shape(conn, replaced)
-        into = code_graph.refs_into(conn, replaced)
-    removed = code_graph.delete_files(conn, replaced)
+        old = graph.shape(replaced)
+        into = graph.refs_into(replaced)
+    removed = graph.delete_files(replaced)
     for path, lang, st, digest, note in skipped:
-        code_graph.add_skipped(conn, tree_id, path, lang, st.st_size, st.st_mtime_ns, digest, note)
+        graph.add_skipped(tree_id, path, lang, st.st_size, st.st_mtime_ns, digest, note)
     meta = {t[0]: t for t in todo}
     report.workers = workers if len(todo) >= PARALLEL_MIN_FILES else 1
     new_ids = []
     bulk = full and len(todo) >= BULK_MIN_FILES
     if bulk:
-        code_graph.drop_indexes(conn)
-    writer = code_graph.Writer(conn, tree_id, keep=full)
+        graph.drop_indexes()
+    writer = graph.writer(tree_id, keep=full)
     written: list[tuple] = []
     with _bar(progress, len(todo), "parsing") as bar:
         items = [(t[0], os.path.join(root, t[0]), t[1], aliases) for t in todo]
         for path, facts in _parse_all(items, workers, bar):
             _, lang, size, mtime_ns, digest = meta[path]
             if isinstance(facts, str):
-                code_graph.add_skipped(conn, tree_id, path, lang, size, mtime_ns, digest, facts)
+                graph.add_skipped(tree_id, path, lang, size, mtime_ns, digest, facts)
                 continue
             new_ids.append(writer.add(path, lang, size, mtime_ns, digest, facts))
             report.parsed += 1
@@ -268,48 +269,47 @@ def _update(
     if full:
         refs = written
     else:
-        new = code_graph.shape(conn, new_ids)
+        new = graph.shape(new_ids)
         modules = old.modules | new.modules
-        importing = code_graph.importers(conn, tree_id, _suffixes(modules))
+        importing = graph.importers(tree_id, _suffixes(modules))
         if old.interface != new.interface:
-            importing |= _reexport_closure(conn, tree_id, modules)
-        refs = code_graph.affected_refs(
-            conn, tree_id, set(new_ids) | importing, old.names | new.names, into
+            importing |= _reexport_closure(graph, tree_id, modules)
+        refs = graph.affected_refs(tree_id, set(new_ids) | importing, old.names | new.names, into
         )
         changed_files = set(new_ids)
         if old.bases != new.bases or any(
             r[3] == "base" and r[1] not in changed_files for r in refs
         ):
-            code_graph.delete_tree_edges(conn, tree_id)
-            refs = code_graph.all_refs(conn, tree_id)
+            graph.delete_tree_edges(tree_id)
+            refs = graph.all_refs(tree_id)
             full = True
         else:
-            removed += code_graph.delete_edges_of_refs(conn, [(r[1], r[0]) for r in refs])
+            removed += graph.delete_edges_of_refs([(r[1], r[0]) for r in refs])
     if writer.kept is not None:
-        resolver = Resolver(conn, tree_id, written=writer.kept)
+        resolver = Resolver(graph, tree_id, written=writer.kept)
     else:
-        resolver = Resolver(conn, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS)
+        resolver = Resolver(graph, tree_id, lazy=not full and len(refs) <= LAZY_MAX_REFS)
     rows = resolver.edges(refs)
-    code_graph.add_edges(conn, tree_id, rows)
+    graph.add_edges(tree_id, rows)
     report.refs_resolved = len(refs)
     report.edges = len(rows)
     if full:
-        code_graph.ranked(conn, tree_id, len(rows))  # the count _rank compares against
+        graph.ranked(tree_id, len(rows))  # the count _rank compares against
         # rows: (ref, src, dst, kind, rule, confidence, file, line)
         ranks = pagerank([r[1] for r in rows], [r[2] for r in rows], [r[5] for r in rows])
         if writer.kept is not None:  # a fresh build: the symbols go in once, ranked
             writer.write_symbols(ranks)
         else:
-            code_graph.set_ranks(conn, tree_id, ranks.items())
+            graph.set_ranks(tree_id, ranks.items())
     else:
-        code_graph.finish_tree(conn, tree_id, now(), len(rows) - removed)
-        if code_graph.ranking_due(conn, tree_id, removed + len(rows), RERANK_SHARE):
-            code_graph.ranked(conn, tree_id, _rank(conn, tree_id))
+        graph.finish_tree(tree_id, now(), len(rows) - removed)
+        if graph.ranking_due(tree_id, removed + len(rows), RERANK_SHARE):
+            graph.ranked(tree_id, _rank(graph, tree_id))
     if bulk:
-        code_graph.create_indexes(conn)
+        graph.create_indexes()
 
 
-def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
+def _reexport_closure(graph: CodeGraph, tree_id: int, modules: set[str]) -> set[int]:
     """Files a name from ``modules`` can reach through chains of ``from m import x`` (as
     far as the resolver follows re-exports): when what a changed file defines, exports
     or imports changes, a ref several imports away may now resolve differently."""
@@ -318,7 +318,7 @@ def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
     for _ in range(MAX_REEXPORT_DEPTH):
         found = [
             (fid, module)
-            for fid, module in code_graph.reexporters(conn, tree_id, _suffixes(frontier))
+            for fid, module in graph.reexporters(tree_id, _suffixes(frontier))
             if fid not in files
         ]
         if not found:
@@ -329,7 +329,7 @@ def _reexport_closure(conn, tree_id: int, modules: set[str]) -> set[int]:
 
 
 def _suffixes(modules: set[str]) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for module in modules:
         sep = "/" if "/" in module else "."
         parts = module.split(sep)
@@ -337,11 +337,11 @@ def _suffixes(modules: set[str]) -> set[str]:
     return out
 
 
-def _rank(conn, tree_id: int) -> int:
+def _rank(graph: CodeGraph, tree_id: int) -> int:
     """Rank the tree's symbols from its stored edges; returns their number."""
-    rows = code_graph.edge_weights(conn, tree_id)
+    rows = graph.edge_weights(tree_id)
     src_ids, dst_ids, weights = zip(*rows, strict=True) if rows else ((), (), ())
-    code_graph.set_ranks(conn, tree_id, pagerank(src_ids, dst_ids, weights).items())
+    graph.set_ranks(tree_id, pagerank(src_ids, dst_ids, weights).items())
     return len(rows)
 
 
@@ -406,9 +406,6 @@ def _bar(progress: Any, total: int, label: str) -> Any:
 
 def record(ctx: Any, root: Path, report: IndexReport, started_at: str) -> None:
     """Note the run in the durable store: the repo's last index time, and an event."""
-    from marm import scope
-    from marm.store import code_repos, events
-
     store = ctx.store()
     project = scope.git_project(root)
     with store.write():
@@ -435,15 +432,13 @@ def index_repo(
     ctx: Any, root: Path, *, full: bool = False, holder: str = "marm code index"
 ) -> IndexReport:
     """Index one repository under the ``code-index`` lease (``Busy`` when another runs)."""
-    from marm.store import leases
-
     store = ctx.store()
     with leases.hold(store, ctx.home, "code-index", holder=holder):
         started_at = now()
-        conn = code_graph.connect(ctx.home)
+        graph = code_graph.CodeGraph.open(ctx.home)
         try:
-            report = index_tree(conn, root, full=full, progress=ctx.progress)
+            report = index_tree(graph, root, full=full, progress=ctx.progress)
         finally:
-            conn.close()
+            graph.close()
         record(ctx, root, report, started_at)
     return report

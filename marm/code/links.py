@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from marm.store import code_graph
+
 
 @dataclass(frozen=True, slots=True)
 class SymbolLink:
@@ -20,14 +22,12 @@ class SymbolLink:
 def symbols_named(home: Path, names: Iterable[str], limit: int = 5) -> dict[str, list[SymbolLink]]:
     """For each name that some indexed repository defines: its symbols, most central
     first. A dotted name matches a qualified name. Empty when nothing is indexed."""
-    from marm.store import code_graph
-
     wanted = sorted({n.strip() for n in names if n and n.strip()})
     if not wanted or not code_graph.exists(home):
         return {}
-    conn = code_graph.connect(home)
+    graph = code_graph.CodeGraph.open(home)
     try:
-        found = code_graph.symbols_named(conn, wanted, limit)
+        found = graph.symbols_named(wanted, limit)
     finally:
-        conn.close()
+        graph.close()
     return {name: [SymbolLink(*row) for row in rows] for name, rows in found.items()}

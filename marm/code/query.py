@@ -15,7 +15,7 @@ from pathlib import Path
 from marm.code.files import git
 from marm.errors import BadInput, NotFound
 from marm.store import code_graph
-from marm.store.code_graph import SymbolRow
+from marm.store.code_graph import CodeGraph, SymbolRow
 
 SNIPPET_LINES = 12
 TRACE_MAX_NODES = 200
@@ -29,12 +29,12 @@ def open_tree(home: Path, root: Path):
     """(connection, tree) for an indexed repository, or ``NotFound``."""
     if not code_graph.exists(home):
         raise NotFound(f"{root} is not indexed yet: run `marm code index`")
-    conn = code_graph.connect(home)
-    tree = code_graph.tree(conn, str(root))
+    graph = code_graph.CodeGraph.open(home)
+    tree = graph.tree(str(root))
     if tree is None or tree.indexed_at is None:
-        conn.close()
+        graph.close()
         raise NotFound(f"{root} is not indexed yet: run `marm code index`")
-    return conn, tree
+    return graph, tree
 
 
 def snippet(root: Path, row: SymbolRow, max_lines: int = SNIPPET_LINES) -> str:
@@ -49,8 +49,8 @@ def snippet(root: Path, row: SymbolRow, max_lines: int = SNIPPET_LINES) -> str:
     return "\n".join(lines[start:end])
 
 
-def resolve_targets(conn, tree_id: int, name: str, kind: str | None = None) -> list[SymbolRow]:
-    found = code_graph.find_symbols(conn, tree_id, name, kind=kind, limit=10, exact_only=True)
+def resolve_targets(graph: CodeGraph, tree_id: int, name: str, kind: str | None = None) -> list[SymbolRow]:
+    found = graph.find_symbols(tree_id, name, kind=kind, limit=10, exact_only=True)
     if not found:
         raise NotFound(f"no symbol named {name!r} in the index (try `marm code lookup {name}`)")
     return found
@@ -76,7 +76,7 @@ class Step:
     confidence: float | None
 
 
-def trace(conn, tree_id: int, targets: list[SymbolRow], direction: str, depth: int) -> list[Step]:
+def trace(graph: CodeGraph, tree_id: int, targets: list[SymbolRow], direction: str, depth: int) -> list[Step]:
     steps: list[Step] = []
     directions = ("callers", "callees") if direction == "both" else (direction,)
     for target in targets:
@@ -101,11 +101,10 @@ def trace(conn, tree_id: int, targets: list[SymbolRow], direction: str, depth: i
             for level in range(1, depth + 1):
                 if not frontier or len(steps) >= TRACE_MAX_NODES:
                     break
-                edges = code_graph.edges_touching(
-                    conn, frontier, way, ("call",), limit=2 * TRACE_MAX_NODES
+                edges = graph.edges_touching(frontier, way, ("call",), limit=2 * TRACE_MAX_NODES
                 )
                 others = {e.dst_id if way == "callees" else e.src_id for e in edges}
-                rows = code_graph.symbols_by_id(conn, others)
+                rows = graph.symbols_by_id(others)
                 nxt: dict[int, int] = {}
                 for e in edges:
                     here, other = (e.src_id, e.dst_id) if way == "callees" else (e.dst_id, e.src_id)
@@ -151,7 +150,7 @@ class Impacted:
     rule: str
 
 
-def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Impacted]:
+def impact(graph: CodeGraph, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Impacted]:
     best: dict[int, tuple[int, float, code_graph.EdgeRow]] = {}
     frontier = {t.id: 1.0 for t in targets}
     seen = set(frontier)
@@ -159,8 +158,7 @@ def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Imp
         if not frontier or len(best) >= IMPACT_MAX:
             break  # ranked by distance first: a farther level cannot enter the top
         nxt: dict[int, float] = {}
-        for e in code_graph.edges_touching(
-            conn, frontier, "callers", ("call", "import", "inherit"), limit=IMPACT_EDGES_PER_LEVEL
+        for e in graph.edges_touching(frontier, "callers", ("call", "import", "inherit"), limit=IMPACT_EDGES_PER_LEVEL
         ):
             if e.src_id in seen and e.src_id not in nxt:
                 continue
@@ -170,7 +168,7 @@ def impact(conn, tree_id: int, targets: list[SymbolRow], depth: int) -> list[Imp
                 best[e.src_id] = (level, conf, e)
         seen.update(nxt)
         frontier = nxt
-    rows = code_graph.symbols_by_id(conn, best)
+    rows = graph.symbols_by_id(best)
     out = [
         Impacted(
             rows[i].qname,
@@ -217,11 +215,11 @@ def changed_lines(root: Path, ref: str) -> dict[str, set[int]]:
     return files
 
 
-def touched_symbols(conn, tree_id: int, files: dict[str, set[int]]) -> list[SymbolRow]:
+def touched_symbols(graph: CodeGraph, tree_id: int, files: dict[str, set[int]]) -> list[SymbolRow]:
     ids: list[int] = []
     for path, lines in files.items():
-        ids.extend(code_graph.symbols_at(conn, tree_id, path, lines or {1}))
-    rows = code_graph.symbols_by_id(conn, ids)
+        ids.extend(graph.symbols_at(tree_id, path, lines or {1}))
+    rows = graph.symbols_by_id(ids)
     return sorted(rows.values(), key=lambda r: (r.path, r.line))
 
 
@@ -237,18 +235,18 @@ class Package:
     languages: list[str]
 
 
-def package_table(conn, tree_id: int, limit: int) -> tuple[list[Package], Counter, int, int]:
+def package_table(graph: CodeGraph, tree_id: int, limit: int) -> tuple[list[Package], Counter, int, int]:
     """Directories with their sizes (largest first), lines per language, files, lines."""
     groups: dict[str, list[tuple]] = {}
     by_lang: Counter = Counter()
     total_files = total_lines = 0
-    for path, lang, lines, symbols, status in code_graph.packages(conn, tree_id):
-        if status == "skipped":
+    for f in graph.packages(tree_id):
+        if f.status == "skipped":
             continue
-        groups.setdefault(posixpath.dirname(path) or ".", []).append((lang, lines, symbols))
-        by_lang[lang] += lines
+        groups.setdefault(posixpath.dirname(f.path) or ".", []).append((f.lang, f.lines, f.symbols))
+        by_lang[f.lang] += f.lines
         total_files += 1
-        total_lines += lines
+        total_lines += f.lines
     table = [
         Package(
             d,
@@ -263,16 +261,15 @@ def package_table(conn, tree_id: int, limit: int) -> tuple[list[Package], Counte
     return table[:limit], by_lang, total_files, total_lines
 
 
-def entry_points(conn, tree_id: int, limit: int) -> list[SymbolRow]:
-    rows = code_graph.top_ranked(
-        conn, tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method")
+def entry_points(graph: CodeGraph, tree_id: int, limit: int) -> list[SymbolRow]:
+    rows = graph.top_ranked(tree_id, 200, names=_ENTRY_NAMES, kinds=("function", "method")
     )
     wanted = [
-        sid
-        for sid, path in code_graph.module_files(conn, tree_id)
-        if posixpath.splitext(posixpath.basename(path))[0] in _ENTRY_FILES
+        m.symbol_id
+        for m in graph.module_files(tree_id)
+        if posixpath.splitext(posixpath.basename(m.path))[0] in _ENTRY_FILES
     ]
-    modules = list(code_graph.symbols_by_id(conn, wanted).values())
+    modules = list(graph.symbols_by_id(wanted).values())
     seen, out = set(), []
     for r in sorted(modules, key=lambda r: (r.path.count("/"), r.path)) + rows:
         if r.id not in seen:

@@ -24,6 +24,7 @@ import orjson
 from marm.code.extract import CLASS_KINDS
 from marm.code.languages import LANGS
 from marm.store import code_graph
+from marm.store.code_graph import CodeGraph
 
 CONFIDENCE = {
     "local": 1.0,
@@ -42,7 +43,6 @@ CONFIDENCE = {
 #: Languages where a bare call inside a class may mean a member of that class.
 _IMPLICIT_THIS = frozenset({"java", "cpp"})
 _NAME_ONLY_MAX = 3
-_UNSEEN = object()
 _SELF_NAMES = {name: lang.self_names for name, lang in LANGS.items()}
 
 
@@ -118,12 +118,12 @@ class Resolver:
 
     def __init__(
         self,
-        conn,
+        graph: CodeGraph,
         tree_id: int,
         lazy: bool = False,
         written: code_graph.Written | None = None,
     ) -> None:
-        self.conn = conn
+        self.graph = graph
         self.tree_id = tree_id
         self.written = written
         self.file_lang: dict[int, str] = {}
@@ -131,7 +131,7 @@ class Resolver:
         self.file_module: dict[int, str] = {}
         # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
         self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
-        files = written.files if written else code_graph.files_for_resolver(conn, tree_id)
+        files = written.files if written else graph.files_for_resolver(tree_id)
         for fid, path, lang, module, exports in files:
             self.file_lang[fid] = lang
             self.file_module[fid] = module or ""
@@ -142,7 +142,7 @@ class Resolver:
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
-        self.sym = _table(pick(lambda sid: code_graph.symbol_brief(conn, sid)), lambda: None)
+        self.sym = _table(pick(lambda sid: graph.symbol_brief(sid)), lambda: None)
         self._named = _table(pick(self._load_named), list)
         self.children = _table(
             pick(
@@ -164,7 +164,7 @@ class Resolver:
             pick(lambda name: [s for s, _, _, k in self._named[name] if k == "method"]), list
         )
         self.module_sym = _table(
-            pick(lambda fid: code_graph.module_symbol(conn, fid)), lambda: None
+            pick(lambda fid: graph.module_symbol(fid)), lambda: None
         )
         self.bindings = _table(pick(lambda fid: self._load_imports(fid)[0]), dict)
         self.stars = _table(pick(lambda fid: self._load_imports(fid)[1]), list)
@@ -197,8 +197,8 @@ class Resolver:
                 for r in sorted(w.imports, key=lambda r: (r[1], r[6]))
             ]
         else:
-            symbols = code_graph.symbols_for_resolver(self.conn, self.tree_id)
-            imports = code_graph.imports_for_resolver(self.conn, self.tree_id)
+            symbols = self.graph.symbols_for_resolver(self.tree_id)
+            imports = self.graph.imports_for_resolver(self.tree_id)
         tops: dict[int, list[int]] = {}
         nested: dict[int, set[str]] = {}
         for sid, fid, parent, name, kind in symbols:
@@ -223,11 +223,11 @@ class Resolver:
             elif local:
                 self.bindings.setdefault(fid, {})[local] = (module, name, kind)
         if w is None:
-            for cid, name, receiver in code_graph.bases_for_resolver(self.conn, self.tree_id):
+            for cid, name, receiver in self.graph.bases_for_resolver(self.tree_id):
                 self.base_refs.setdefault(cid, []).append((name, receiver))
 
     def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
-        rows = code_graph.symbols_with_name(self.conn, self.tree_id, name)
+        rows = self.graph.symbols_with_name(self.tree_id, name)
         for sid, fid, parent, kind in rows:
             dict.setdefault(self.sym, sid, (fid, parent, name, kind))
         return rows
@@ -237,14 +237,14 @@ class Resolver:
         fid = self.sym[cid][0]
         if fid not in self._base_files:
             self._base_files.add(fid)
-            for src, name, receiver in code_graph.bases_in_file(self.conn, fid):
+            for src, name, receiver in self.graph.bases_in_file(fid):
                 dict.setdefault(self.base_refs, src, []).append((name, receiver))
         return dict.get(self.base_refs, cid, [])
 
     def _load_imports(self, fid: int) -> tuple[dict, list]:
         bindings: dict[str, tuple[str, str | None, str]] = {}
         stars: list[str] = []
-        for local, module, name, kind in code_graph.imports_of(self.conn, fid):
+        for local, module, name, kind in self.graph.imports_of(fid):
             if kind == "star":
                 stars.append(module)
             elif local:
@@ -334,7 +334,7 @@ class Resolver:
         if self.tops is not None:
             tops = self.tops.get(target, [])
         else:
-            tops = code_graph.top_level(self.conn, target, ("class", "function"))
+            tops = self.graph.top_level(target, ("class", "function"))
         return tops[0] if len(tops) == 1 else None
 
     def scoped(self, fid: int, scope: int, name: str) -> tuple[int, str] | None:
@@ -362,12 +362,9 @@ class Resolver:
             # no scope below the top level defines ``name``: every scope of the file
             # sees the module's binding (memoised per file)
             key = (fid, name)
-            hit = self._plain.get(key, _UNSEEN)
-            if hit is _UNSEEN:
-                hit = self._plain[key] = self.scoped(
-                    fid, self.module_sym[fid], name
-                ) or self.name_in_file(fid, name)
-            return hit
+            if key not in self._plain:
+                self._plain[key] = self.scoped(fid, self.module_sym[fid], name) or self.name_in_file(fid, name)
+            return self._plain[key]
         return self.scoped(fid, scope, name) or self.name_in_file(fid, name)
 
     # -- classes ----------------------------------------------------------------
@@ -437,9 +434,9 @@ class Resolver:
                     return hit[0], "super-method"
             return None
         key = (scope, receiver)
-        meaning = self._meanings.get(key, _UNSEEN)
-        if meaning is _UNSEEN:
-            meaning = self._meanings[key] = self._meaning(fid, scope, receiver)
+        if key not in self._meanings:
+            self._meanings[key] = self._meaning(fid, scope, receiver)
+        meaning = self._meanings[key]
         if meaning is None:
             return None
         how, target = meaning
@@ -449,8 +446,8 @@ class Resolver:
                 sub = self.module_file(self._module_of(target) + LANGS[lang].module_sep + name)
                 found = self.module_sym.get(sub) if sub is not None else None
             return (found, "module-attr") if found is not None else None
-        hit = self.member(target, name)
-        return (hit[0], how) if hit else None
+        member = self.member(target, name)
+        return (member[0], how) if member else None
 
     def _meaning(self, fid: int, scope: int, receiver: str) -> tuple[str, int] | None:
         """What a receiver (not self/this, not super) names in ``scope``, as (how, symbol):
@@ -458,9 +455,9 @@ class Resolver:
         ("typed-receiver": ``T()`` or a variable of known type). It does not depend on
         the name called on it: ``resolve_ref_target`` memoises it per (scope, receiver)."""
         if receiver.endswith("()") and receiver[:-2].isidentifier():
-            target = self.resolve_name(fid, scope, receiver[:-2])
-            if target is not None and self.sym[target[0]][3] in CLASS_KINDS:
-                return "typed-receiver", target[0]
+            made = self.resolve_name(fid, scope, receiver[:-2])
+            if made is not None and self.sym[made[0]][3] in CLASS_KINDS:
+                return "typed-receiver", made[0]
             return None
         target = self._receiver(fid, scope, receiver)
         if target is not None:
@@ -548,11 +545,11 @@ class Resolver:
             for cid, name, receiver in self.written.bases:
                 self.base_refs.setdefault(cid, []).append((name, receiver))
         else:
-            types = code_graph.types_for_files(self.conn, {r[1] for r in refs})
+            types = self.graph.types_for_files({r[1] for r in refs})
         for fid, scope, var, typ in types:
             self.types[scope, var] = typ
             self.typed.setdefault(fid, set()).add(var)
-        out = []
+        out: list[tuple] = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
         calls: dict[tuple, list[tuple[int, str, float]]] = {}
@@ -572,9 +569,9 @@ class Resolver:
                         (ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)
                     )
             else:
-                dst = self._import_target(fid, kind, name, key, receiver)
-                if dst is not None and dst != src:
-                    out.append((ref_id, src, dst, "import", "import", 1.0, fid, line))
+                imported = self._import_target(fid, kind, name, key, receiver)
+                if imported is not None and imported != src:
+                    out.append((ref_id, src, imported, "import", "import", 1.0, fid, line))
         return out
 
     def _call_targets(
@@ -587,10 +584,10 @@ class Resolver:
             memo = (cid, name, key)
             found = self._self_calls.get(memo)
             if found is None:
-                hit = self.member(cid, name) if cid is not None else None
-                if hit is not None:
-                    rule = "self-method" if hit[1] == 0 else "base-method"
-                    found = (True, [(hit[0], rule, CONFIDENCE[rule])])
+                member = self.member(cid, name) if cid is not None else None
+                if member is not None:
+                    rule = "self-method" if member[1] == 0 else "base-method"
+                    found = (True, [(member[0], rule, CONFIDENCE[rule])])
                 else:
                     found = (False, self._name_only(fid, key, True))
                 self._self_calls[memo] = found

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from marm import config
 from marm.concepts import indexer
+from marm.context import Ctx
 from marm.drain import Handler
-from marm.ops.context import Ctx
 from marm.store.concept_graph import Graph
 from marm.store.records import Task
 

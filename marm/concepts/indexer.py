@@ -17,6 +17,7 @@ from typing import Protocol
 
 from marm.concepts import spacy_model
 from marm.concepts.model import Extraction, finish
+from marm.concepts.rules import RuleExtractor
 from marm.store import concept_verdicts, memories
 from marm.store.concept_graph import Graph
 from marm.store.db import Store
@@ -25,20 +26,21 @@ log = logging.getLogger("marm.concepts")
 
 
 class Extractor(Protocol):
-    name: str
-    model: str | None
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def model(self) -> str | None: ...
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]: ...
 
 
 def extractor() -> Extractor:
     """The spaCy extractor when its pipeline is installed, else the rule-based one."""
-    from marm.concepts.rules import RuleExtractor
-
     if spacy_model() is None:
         return RuleExtractor()
     try:
-        from marm.concepts import nlp
+        from marm.concepts import nlp  # start-up cost: spaCy loads only when extraction runs
 
         loaded = nlp.load()
     except (ImportError, OSError, ValueError) as exc:

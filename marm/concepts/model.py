@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+
+# The graph's input rows are the store's types: extraction produces what the graph holds.
+from marm.store.concept_graph import TYPE_RANK, Extraction, Mention, Relation  # noqa: F401
 
 MAX_EDGES = 10
 MAX_MENTIONS = 40
@@ -27,30 +29,6 @@ COOCCURRENCE_MIN_SALIENCE = 0.5
 RELATED = "related_to"
 #: Characters of a memory that extraction reads; the rest of a very long memory is skipped.
 MAX_TEXT_CHARS = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class Mention:
-    key: str  # normalised: lower case, head lemma, no surrounding punctuation
-    name: str  # how people read it; identifiers keep their exact text
-    type: (
-        str  # concept | decision | error | tool | person | org | place | file | symbol | flag | url
-    )
-    salience: float  # 0..1: how much this memory is about it
-
-
-@dataclass(frozen=True, slots=True)
-class Relation:
-    source: str  # mention keys
-    predicate: str
-    target: str
-    weight: float
-
-
-@dataclass(frozen=True, slots=True)
-class Extraction:
-    mentions: tuple[Mention, ...] = ()
-    relations: tuple[Relation, ...] = ()
 
 
 #: Exact verb lemma -> (predicate, the preposition that introduces the object, if any).
@@ -152,26 +130,6 @@ GENERIC = frozenset(
     " part piece place people guy guys person someone everyone anyone fact idea point case"
     " while moment hey hi hello yeah yes no thanks thank lol wow okay ok".split()
 )
-
-#: When two types name one key, the more specific one wins.
-TYPE_RANK = {
-    t: i
-    for i, t in enumerate(
-        (
-            "file",
-            "symbol",
-            "flag",
-            "url",
-            "person",
-            "error",
-            "tool",
-            "decision",
-            "org",
-            "place",
-            "concept",
-        )
-    )
-}
 
 _EDGE_PUNCT = "\"'`“”‘’()[]{}<>.,;:!?*~#"  # not - or _: they begin --flags and _names
 _SPACE = re.compile(r"\s+")

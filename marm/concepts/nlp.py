@@ -71,9 +71,9 @@ def merge_identifiers(doc: Doc) -> Doc:
                 last = max(last, span.end - 1)
     types: dict[int, tuple[str, str]] = {}
     for i in found:
-        span = doc.char_span(i.start, i.end, alignment_mode="expand")
-        if span is not None and len(span) == 1:
-            types[span.start] = (i.text, i.type)
+        token = doc.char_span(i.start, i.end, alignment_mode="expand")
+        if token is not None and len(token) == 1:
+            types[token.start] = (i.text, i.type)
     doc.user_data[_IDS] = types
     return doc
 
@@ -89,7 +89,7 @@ class SpacyExtractor:
         self.nlp.add_pipe("marm_identifiers", first=True)
         self.attributes = _Attributes(self.nlp.get_pipe("attribute_ruler"), self.nlp.vocab)
         self.lemmatizer = self.nlp.get_pipe("lemmatizer")
-        self.ner = self.nlp.get_pipe("ner")
+        self.ner: Any = self.nlp.get_pipe("ner")  # typed as a bare callable; the NER pipe has .pipe()
         #: Capitalised proper noun -> entity type the recogniser gave it (None: no entity).
         #: Names recur (people, projects), so most documents need no recogniser pass.
         self.seen: dict[str, str | None] = {}
@@ -188,7 +188,7 @@ class _Attributes:
                         if name == "POS":
                             t.pos_ = value
                         elif name == "MORPH":
-                            t.set_morph(None if value == "_" else value)
+                            t.set_morph(None if value == "_" else value)  # type: ignore[attr-defined]  # not in token.pyi
                         elif name == "LEMMA":
                             t.lemma_ = value
                         elif name == "TAG":

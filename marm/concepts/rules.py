@@ -79,7 +79,7 @@ VERB_FORMS.update({k: v for k, v in _IRREGULAR.items() if v in PREDICATES})
 
 class RuleExtractor:
     name = "rules"
-    model = None
+    model: str | None = None
 
     def extract(self, texts: Iterable[str]) -> Iterator[Extraction]:
         for text in texts:
@@ -191,6 +191,6 @@ def _relations(items: list[tuple[str, object]]) -> list[Relation]:
         out.extend(
             Relation(s.key, predicate, target.key, 1.0)  # type: ignore[attr-defined]
             for s in sources
-            if s.key != target.key
-        )  # type: ignore[attr-defined]
+            if s.key != target.key  # type: ignore[attr-defined]
+        )
     return out

@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from marm.context import Ctx
 from marm.errors import MarmError
 from marm.hooks.event import HookEvent
-from marm.ops.context import Ctx
-from marm.store.memories import Filter
 
 #: Memories considered for a prompt before the relevance gate.
 RECALL_CANDIDATES = 10
@@ -55,22 +54,21 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     """A short briefing: active decisions and conventions, open problems, recent fixes,
     the active notebook."""
     from marm.hooks import inject
+    from marm.ops.memory import recent_memories
+    from marm.ops.notebook import active_entries
     from marm.ops.results import one_line
     from marm.scope import display
-    from marm.store import memories, notebook
 
     if not _on(ctx, "inject"):
         return None
-    store = ctx.store()
     project = ctx.project()
-    flt = Filter(project=project)
-    decisions = inject.briefed(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("decision", "convention")),
+    decisions = inject.briefed(recent_memories(ctx, project, BRIEF_POOL, kinds=("decision", "convention")),
                                BRIEF_DECISIONS)
-    fixes = inject.briefed(memories.recent(store, flt, limit=BRIEF_POOL, kinds=("fix", "lesson")), BRIEF_FIXES)
-    doubted = memories.recent(store, Filter(project=project, statuses=("doubted",)), limit=BRIEF_DOUBTED)
-    episodes = [] if decisions or fixes else memories.recent(store, flt, limit=BRIEF_EPISODES, kinds=("episode",))
+    fixes = inject.briefed(recent_memories(ctx, project, BRIEF_POOL, kinds=("fix", "lesson")), BRIEF_FIXES)
+    doubted = recent_memories(ctx, project, BRIEF_DOUBTED, statuses=("doubted",))
+    episodes = [] if decisions or fixes else recent_memories(ctx, project, BRIEF_EPISODES, kinds=("episode",))
     sessions = dict.fromkeys(s for s in (ev.session_id, ctx.session()) if s)
-    active = {e.name: e for s in sessions for e in notebook.active_for(store, s)}
+    active = active_entries(ctx, sessions)
     return inject.fence(
         ev.agent,
         f"marm briefing for {display(project)}. Ids work with `marm show ID`; "
@@ -90,10 +88,9 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
 def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     """Journal the prompt; inject the few stored memories relevant to it that the agent
     does not already have (nothing from this session since its last compaction)."""
-    from marm import recall
-    from marm.capture.sentences import is_english
     from marm.hooks import inject
     from marm.ops import capture
+    from marm.ops.memory import find
 
     text = ev.prompt
     if not text:
@@ -105,16 +102,15 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     lane = ctx.setting("inject.recall")
     single = not any(c.isspace() for c in text.strip())
     # The embedding model reads English; other languages are matched on their words.
-    mode = "exact" if single else ("lexical" if lane == "lexical" or not is_english(text) else "hybrid")
+    mode = "exact" if single else ("lexical" if lane == "lexical" or not capture.reads_as_english(text) else "hybrid")
     query = text if single else " ".join(text.split()[:200])
-    flt = Filter(project=ctx.project())
-    store = ctx.store()
+    project = ctx.project()
     try:
-        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, mode, embed_backlog=False)
+        outcome = find(ctx, query, project, RECALL_CANDIDATES, mode, embed_backlog=False)
     except MarmError:
         if mode != "hybrid":
             raise
-        outcome = recall.run(store, query, flt, RECALL_CANDIDATES, "lexical")
+        outcome = find(ctx, query, project, RECALL_CANDIDATES, "lexical")
     hits = outcome.hits
     if ev.session_id:
         since = capture.in_context_since(ctx, ev.session_id)
@@ -131,20 +127,19 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
 def post_tool(ctx: Ctx, ev: HookEvent) -> None:
     """Mark the repository of every edited file dirty for the code graph; journal the
     edit or the failure for the turn's episode (a pass after a failure is a fix)."""
-    from marm.capture import tools
     from marm.ops import capture
-    from marm.store import code_repos
+    from marm.ops.code import mark_dirty
 
     cwd = Path(ev.cwd or ".")
-    files = tools.touched_files(ev.tool_name, ev.tool_input)
+    files = capture.edited_files(ev.tool_name, ev.tool_input)
     repos = {}
     for name in files:
         path = cwd / Path(name).expanduser()
         top = _work_tree(path.parent)
         if top is not None:
             repos[str(top)] = ctx.project(str(top))
-    for top, project in repos.items():
-        code_repos.mark_dirty(ctx.store(), top, project)
+    for root, project in repos.items():
+        mark_dirty(ctx, root, project)
     if ev.session_id and _on(ctx, "capture"):
         response = {"error": ev.error} if ev.error else ev.tool_response
         capture.note_tool(ctx, ev.session_id, ev.tool_name, ev.tool_input, response, files, ev.agent)
@@ -185,15 +180,12 @@ def pre_compact(ctx: Ctx, ev: HookEvent) -> None:
 def session_end(ctx: Ctx, ev: HookEvent) -> None:
     """Capture a turn left open, then hand queued work (embeddings, concepts, dirty
     repositories) to a detached drain."""
-    from marm import drain
     from marm.ops import capture
-    from marm.store import code_repos, outbox
+    from marm.ops.background import hand_off
 
     if ev.session_id and _on(ctx, "capture"):
         capture.close_session(ctx, ev.session_id, ev.transcript_path, ev.agent)
-    store = ctx.store()
-    if any(v["pending"] for v in outbox.counts(store).values()) or code_repos.dirty(store):
-        drain.detach(ctx)
+    hand_off(ctx)
 
 
 HANDLERS: dict[str, Callable[[Ctx, HookEvent], str | None]] = {

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from marm.context import Ctx
 from marm.errors import BadInput, MarmError
 from marm.hooks import adapters
 from marm.hooks.event import AGENTS, EVENTS
 from marm.hooks.handlers import HANDLERS
-from marm.ops.context import Ctx
 
 #: Seconds an event may take before it gives up (and fails open): a safety net under
 #: the timeout ``marm init`` configures in the agent (``install.TIMEOUT``), generous
@@ -46,7 +46,7 @@ def respond(event: str, agent: str, raw: str, env: Mapping[str, str]) -> dict[st
     ctx = Ctx(source=f"hook:{event}", platform=agent, cwd=Path(ev.cwd), env=env)
     try:
         # A hook waits for the write lock only as long as its budget allows.
-        ctx.store().conn.execute(f"PRAGMA busy_timeout = {int(BUDGET[event] * 1000)}")
+        ctx.store().set_busy_timeout(BUDGET[event])
         context = HANDLERS[event](ctx, ev)
     finally:
         ctx.close()
@@ -80,14 +80,12 @@ def _out_of_time(signum: int, frame: Any) -> None:
 def main(argv: list[str]) -> int:
     """Run one hook; always returns 0."""
     try:
-        from marm.ops.agents import hook
-
         event, agent, payload = _arguments(argv)
         if hasattr(signal, "setitimer"):
             signal.signal(signal.SIGALRM, _out_of_time)
             signal.setitimer(signal.ITIMER_REAL, BUDGET.get(event, 2.0))
         raw = sys.stdin.buffer.read().decode("utf-8") if payload == "-" else payload
-        reply = hook(Ctx(source="cli", env=dict(os.environ)), event, agent, raw)  # type: ignore[arg-type]
+        output = respond(event, agent, raw, dict(os.environ))
         if hasattr(signal, "setitimer"):
             signal.setitimer(signal.ITIMER_REAL, 0)
     except OutOfTime:
@@ -98,11 +96,11 @@ def main(argv: list[str]) -> int:
         return _fail("the hook payload is not UTF-8")
     except Exception as exc:  # noqa: BLE001 - a hook never blocks the agent
         return _fail(f"internal error: {type(exc).__name__}: {exc}")
-    if reply.output is not None:
+    if output is not None:
         import orjson
 
         try:
-            sys.stdout.buffer.write(orjson.dumps(reply.output) + b"\n")
+            sys.stdout.buffer.write(orjson.dumps(output) + b"\n")
             sys.stdout.flush()
         except OSError:  # the agent stopped listening; nothing left to tell it
             pass

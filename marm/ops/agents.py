@@ -6,9 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+from marm import install
+from marm.context import Ctx
 from marm.errors import BadInput
-from marm.ops.context import Ctx
+from marm.hooks.event import AGENTS
 from marm.ops.registry import Param, op
+from marm.scope import git_project
 from marm.store import events
 
 Event = Literal["session-start", "prompt", "post-tool", "stop", "pre-compact", "session-end"]
@@ -43,7 +46,7 @@ def hook(
     captures what the turn decided or fixed. session-end: starts a detached drain.
     Never blocks the agent: on any failure it exits 0 with one line on stderr.
     """
-    from marm.hooks import run
+    from marm.hooks import run  # start-up cost: `marm init` needs no hook runner
 
     return HookReply(run.respond(event, agent, payload, ctx.env))
 
@@ -99,10 +102,6 @@ def init(
     Without an agent flag it picks the agents whose config directory exists.
     --uninstall puts back the original files when nothing else changed in them.
     """
-    from marm import install
-    from marm.hooks.event import AGENTS
-    from marm.scope import git_project
-
     if project and user:
         raise BadInput("choose --project or --user, not both")
     scope = "project" if project else "user"

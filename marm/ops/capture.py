@@ -25,9 +25,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from marm.capture import episode, highlights, tools
+from marm.capture.sentences import is_english
 from marm.capture.transcript import last_turn
 from marm.errors import MarmError
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import journal
 
@@ -49,6 +50,16 @@ def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any
         log.info("capture skipped: %s", exc.message)
         return None
     return result.id if result.created else None
+
+
+def edited_files(tool_name: str | None, tool_input: dict[str, Any]) -> list[str]:
+    """The files a tool call changed (the hooks mark their repositories dirty)."""
+    return tools.touched_files(tool_name, tool_input)
+
+
+def reads_as_english(text: str) -> bool:
+    """Whether the embedding model (trained on English) can read ``text``."""
+    return is_english(text)
 
 
 def _root(ctx: Ctx) -> str | None:

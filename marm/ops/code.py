@@ -10,19 +10,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Literal
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
+from marm.store import code_graph, code_repos, events
 
 
 def _root(ctx: Ctx, path: str | None) -> Path:
-    from marm.code.files import repo_root
+    from marm.code.files import repo_root  # start-up cost (see above)
 
     where = (ctx.cwd / Path(path).expanduser()) if path else ctx.cwd
     if not where.exists():
         raise BadInput(f"no such directory: {where}")
     return repo_root(where)
+
+
+def mark_dirty(ctx: Ctx, top: str, project: str | None) -> None:
+    """Note that files of the work tree at ``top`` changed: the next drain re-indexes it."""
+    code_repos.mark_dirty(ctx.store(), top, project)
 
 
 _REPO = Param("repository to ask about (default: the one of the current directory)")
@@ -76,7 +82,7 @@ def code_index(
     """
     from dataclasses import asdict
 
-    from marm.code.index import index_repo
+    from marm.code.index import index_repo  # start-up cost (see above)
 
     root = _root(ctx, path)
     report = index_repo(ctx, root, full=full)
@@ -141,20 +147,19 @@ def code_lookup(
     repo: Annotated[str | None, _REPO] = None,
 ) -> LookupResult:
     """Find symbols and files by name, with the source of each symbol."""
-    from marm.code import query as q
-    from marm.store import code_graph
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if not query.strip():
         raise BadInput("the query is empty")
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        rows = code_graph.find_symbols(conn, tree.id, query.strip(), kind=kind, limit=limit)
-        files = [] if kind else code_graph.find_files(conn, tree.id, query.strip(), limit=5)
+        rows = graph.find_symbols(tree.id, query.strip(), kind=kind, limit=limit)
+        files = [] if kind else graph.find_files(tree.id, query.strip(), limit=5)
     finally:
-        conn.close()
+        graph.close()
     return LookupResult(
         str(root),
         query,
@@ -214,16 +219,16 @@ def code_trace(
     """The call tree around a symbol: who calls it, what it calls, with file:line per step."""
     from dataclasses import asdict
 
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if not 1 <= depth <= 6:
         raise BadInput("--depth must be between 1 and 6")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        steps = q.trace(conn, tree.id, q.resolve_targets(conn, tree.id, name), direction, depth)
+        steps = q.trace(graph, tree.id, q.resolve_targets(graph, tree.id, name), direction, depth)
     finally:
-        conn.close()
+        graph.close()
     return TraceResult(str(root), name, direction, depth, [asdict(s) for s in steps])
 
 
@@ -271,25 +276,22 @@ def code_architecture(
     repo: Annotated[str | None, _REPO] = None,
 ) -> ArchitectureResult:
     """Packages with their sizes, entry points, and the most central symbols (PageRank)."""
-    from marm.code import query as q
-    from marm.store import code_graph
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if limit < 1:
         raise BadInput("--limit must be at least 1")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
-        packages, by_lang, files, lines = q.package_table(conn, tree.id, limit)
-        counts = code_graph.counts(conn, tree.id)
-        entries = q.entry_points(conn, tree.id, limit)
-        central = code_graph.top_ranked(
-            conn,
-            tree.id,
+        packages, by_lang, files, lines = q.package_table(graph, tree.id, limit)
+        counts = graph.counts(tree.id)
+        entries = q.entry_points(graph, tree.id, limit)
+        central = graph.top_ranked(tree.id,
             limit,
             kinds=("function", "method", "class", "interface", "struct", "trait", "type", "enum"),
         )
     finally:
-        conn.close()
+        graph.close()
 
     def view(r) -> SymbolView:
         return SymbolView(
@@ -362,25 +364,25 @@ def code_impact(
     """
     from dataclasses import asdict
 
-    from marm.code import query as q
+    from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if (name is None) == (since is None):
         raise BadInput("give a symbol NAME or --since REF (one of them)")
     if not 1 <= depth <= 6:
         raise BadInput("--depth must be between 1 and 6")
     root = _root(ctx, repo)
-    conn, tree = q.open_tree(ctx.home, root)
+    graph, tree = q.open_tree(ctx.home, root)
     try:
         changed: list[str] = []
         if since is not None:
             files = q.changed_lines(root, since)
             changed = sorted(files)
-            targets = q.touched_symbols(conn, tree.id, files)
+            targets = q.touched_symbols(graph, tree.id, files)
         else:
-            targets = q.resolve_targets(conn, tree.id, name or "")
-        impacted = q.impact(conn, tree.id, targets, depth) if targets else []
+            targets = q.resolve_targets(graph, tree.id, name or "")
+        impacted = q.impact(graph, tree.id, targets, depth) if targets else []
     finally:
-        conn.close()
+        graph.close()
     return ImpactResult(
         str(root), [t.qname for t in targets], since, changed, [asdict(i) for i in impacted]
     )
@@ -416,15 +418,13 @@ class ProjectsResult:
 @op("code", "projects", mcp=None, read_only=True, idempotent=True)
 def code_projects(ctx: Ctx) -> ProjectsResult:
     """Repositories in the code graph, when each was indexed, and which are dirty."""
-    from marm.store import code_graph, code_repos
-
     trees = {}
     if code_graph.exists(ctx.home):
-        conn = code_graph.connect(ctx.home)
+        graph = code_graph.CodeGraph.open(ctx.home)
         try:
-            trees = {t.root: t for t in code_graph.trees(conn)}
+            trees = {t.root: t for t in graph.trees()}
         finally:
-            conn.close()
+            graph.close()
     out = []
     for r in code_repos.listing(ctx.store()):
         t = trees.pop(r.path, None)
@@ -448,8 +448,6 @@ def code_forget(
     path: Annotated[str, Param("the repository to drop from the code graph", argument=True)],
 ) -> Done:
     """Drop a repository's code graph and stop keeping it current (its files are untouched)."""
-    from marm.store import code_graph, code_repos, events
-
     target = (ctx.cwd / Path(path).expanduser()).resolve()
     store = ctx.store()
     known = {r.path for r in code_repos.listing(store)}
@@ -458,15 +456,15 @@ def code_forget(
     )
     removed_tree = False
     if code_graph.exists(ctx.home):
-        conn = code_graph.connect(ctx.home)
+        graph = code_graph.CodeGraph.open(ctx.home)
         try:
-            with code_graph.transaction(conn):
-                tree = code_graph.tree(conn, key)
+            with graph.transaction():
+                tree = graph.tree(key)
                 if tree is not None:
-                    code_graph.forget_tree(conn, tree.id)
+                    graph.forget_tree(tree.id)
                     removed_tree = True
         finally:
-            conn.close()
+            graph.close()
     with store.write():
         removed_repo = code_repos.remove(store, key)
         if removed_repo or removed_tree:

@@ -8,30 +8,25 @@ graph at once; every later extraction and every rebuild applies them again.
 
 from __future__ import annotations
 
-import re
 import time
-from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from marm import config
-from marm.concepts.model import RELATED, normal_key
+from marm.code.links import symbols_named
+from marm.concepts import duplicates, indexer, walk
+from marm.concepts.duplicates import DuplicatePair
+from marm.concepts.model import normal_key
+from marm.concepts.walk import ConceptView, RelationView
+from marm.context import Ctx
 from marm.errors import BadInput
-from marm.ops.context import Ctx
-from marm.ops.memory import AllProjects, ProjectOpt
+from marm.ops.params import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import Done, MemoryView
 from marm.scope import display
-from marm.store import concept_verdicts, memories
-from marm.store.concept_graph import Entity, Graph
-from marm.store.db import Store
+from marm.store import concept_verdicts, leases, memories
+from marm.store.concept_graph import Graph
 from marm.store.memories import Filter
-from marm.store.records import Memory
-
-#: Bounds of one recall: seeds, edges followed per hop, entities reached.
-MAX_SEEDS = 5
-EDGES_PER_HOP = 30
-MAX_ENTITIES = 60
 
 
 def _graph(ctx: Ctx) -> Graph:
@@ -70,9 +65,6 @@ def build(
     durable store and applied again, so a rebuild never brings a removed name back.
     Runs under the drain lease: it waits for no one and fails at once if a drain runs.
     """
-    from marm.concepts import indexer
-    from marm.store import leases
-
     if all and project:
         raise BadInput("use either --all or --project, not both")
     started = time.monotonic()
@@ -105,28 +97,6 @@ def build(
         using.name,
         round(time.monotonic() - started, 3),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class ConceptView:
-    name: str
-    key: str
-    type: str
-    memories: int  # memories in scope that name it
-    hop: int  # 0 for what the query named, 1.. for what the walk reached
-
-
-@dataclass(frozen=True, slots=True)
-class RelationView:
-    source: str
-    predicate: str
-    target: str
-    weight: float
-    memory_ids: list[int]
-
-    def line(self) -> str:
-        ids = ", ".join(f"#{i}" for i in self.memory_ids[:6])
-        return f"{self.source} --{self.predicate}--> {self.target}  [{ids}]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,58 +141,6 @@ class ConceptRecallResult:
         return "\n".join(lines)
 
 
-_WORD = re.compile(r"[^\s]+")
-
-
-def _singular(word: str) -> str:
-    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        return word[:-3] + "y" if word.endswith("ies") else word[:-1]
-    return word
-
-
-def _candidates(query: str) -> list[str]:
-    """Names the query may mean, longest first: the whole query, then every run of its
-    words (so "what depends on the write queue?" tries "write queue")."""
-    words = [w for w in (normal_key(w) for w in _WORD.findall(query)) if w]
-    out: list[str] = [normal_key(query)]
-    for n in range(len(words), 0, -1):
-        for i in range(len(words) - n + 1):
-            gram = words[i : i + n]
-            out.append(" ".join(gram))
-            out.append(" ".join([*gram[:-1], _singular(gram[-1])]))
-    return list(dict.fromkeys(k for k in out if len(k) >= 2))
-
-
-def _seeds(
-    graph: Graph,
-    query: str,
-    verdicts: concept_verdicts.Verdicts,
-    project: str | None,
-    all_projects: bool,
-) -> list[Entity]:
-    candidates = _candidates(query)
-    resolved = list(dict.fromkeys(r for k in candidates if (r := verdicts.resolve(k))))
-    found = {e.key: e for e in graph.entities_by_key(resolved, project, all_projects)}
-    seeds: list[Entity] = []
-    for key in resolved:  # longest names first; skip words of a name already taken
-        if key in found and not any(f" {key} " in f" {s.key} " for s in seeds):
-            seeds.append(found[key])
-    if not seeds:
-        words = [w for w in normal_key(query).split() if len(w) > 2]
-        seeds = graph.entities_like(
-            [normal_key(query)], project, all_projects, MAX_SEEDS
-        ) or graph.entities_like(words, project, all_projects, MAX_SEEDS)
-    return seeds[:MAX_SEEDS]
-
-
-def _focus(query: str) -> set[str]:
-    """Predicates the query asks about ("what depends on ..." -> depends_on)."""
-    from marm.concepts.model import PREDICATES
-    from marm.concepts.rules import VERB_FORMS
-
-    return {PREDICATES[VERB_FORMS[w]][0] for w in normal_key(query).split() if w in VERB_FORMS}
-
-
 @op("concepts", "recall", mcp="marm_concept_recall", read_only=True, idempotent=True)
 def concept_recall(
     ctx: Ctx,
@@ -256,32 +174,11 @@ def concept_recall(
         return ConceptRecallResult(query, scope, depth, [], [], [], note)
     graph = _graph(ctx)
     try:
-        seeds = _seeds(graph, query, concept_verdicts.load(store), scope, all_projects)
-        hops = {e.id: 0 for e in seeds}
-        edges = []
-        frontier = list(hops)
-        focus = _focus(query)
-        for hop in range(1, depth + 1):
-            if not frontier or len(hops) >= MAX_ENTITIES:
-                break
-            found = graph.edges_of(frontier, scope, all_projects, EDGES_PER_HOP)
-            found.sort(key=lambda e: (e.predicate not in focus, e.predicate == RELATED, -e.weight))
-            frontier = []
-            for edge in found:
-                for end in (edge.source, edge.target):
-                    if end not in hops and len(hops) < MAX_ENTITIES:
-                        hops[end] = hop
-                        frontier.append(end)
-                if edge.source in hops and edge.target in hops:
-                    edges.append(edge)
-        entities = graph.entities(hops, scope, all_projects)
-        behind = [mid for e in edges for mid in e.memory_ids]
-        behind += [
-            mid for _, mid in graph.mention_memories([e.id for e in seeds], scope, all_projects, 50)
-        ]
+        found = walk.walk(graph, query, concept_verdicts.load(store), depth, scope, all_projects)
     finally:
         graph.close()
-    visible = _visible(store, behind, scope, all_projects)
+    seeds, hops, edges, entities, behind = found.seeds, found.hops, found.edges, found.entities, found.behind
+    visible = walk.visible(store, behind, scope, all_projects)
     relations = []
     seen = set()
     for e in edges:
@@ -300,7 +197,7 @@ def concept_recall(
         for i, h in sorted(hops.items(), key=lambda kv: (kv[1], -entities[kv[0]].memories))
         if i in entities
     ]
-    note = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
+    missing = None if seeds else "no entity with that name; try a shorter name or `marm recall`"
     return ConceptRecallResult(
         query,
         scope,
@@ -308,7 +205,7 @@ def concept_recall(
         views,
         relations,
         [MemoryView.of(visible[i], detail) for i in ordered[:limit]],
-        note,
+        missing,
         _code_links(ctx, views, scope, all_projects),
     )
 
@@ -322,8 +219,6 @@ def _code_links(
 ) -> list[CodeLink]:
     """Definitions of the symbols and files the concepts name, in the repositories of
     this project (or every indexed one with --all-projects). Empty without a code graph."""
-    from marm.code.links import symbols_named
-
     names = [v.name for v in views if v.type in _CODE_TYPES]
     links = []
     for name, found in symbols_named(ctx.home, names).items():
@@ -336,80 +231,12 @@ def _code_links(
 MAX_CODE_LINKS = 20
 
 
-@dataclass(frozen=True, slots=True)
-class GraphContext:
-    """What the concept graph knows about a recall's results: read-only, bounded, and
-    never part of the ranking."""
-
-    entities: list[ConceptView]
-    relations: list[RelationView]
-
-
-def graph_context(
-    ctx: Ctx,
-    memory_ids: list[int],
-    project: str | None,
-    all_projects: bool,
-    entities: int = 8,
-    relations: int = 12,
-) -> GraphContext | None:
-    """The entities the given memories name and their typed relations, within scope.
-    None when no graph has been built yet (nothing is created by asking)."""
-    path = config.derived_path(ctx.home)
-    if not memory_ids or not path.exists():
-        return None
-    graph = Graph.open(path)
-    try:
-        ids = graph.entities_of_memories(memory_ids, entities)
-        found = graph.entities(ids, project, all_projects)
-        edges = [
-            e
-            for e in graph.edges_of(ids, project, all_projects, relations * 3)
-            if e.predicate != RELATED
-        ]
-        named = graph.entities(
-            {x for e in edges for x in (e.source, e.target)} - set(found), project, all_projects
-        )
-    finally:
-        graph.close()
-    everything = {**named, **found}
-    visible = _visible(ctx.store(), [m for e in edges for m in e.memory_ids], project, all_projects)
-    views = [
-        RelationView(
-            everything[e.source].name, e.predicate, everything[e.target].name, e.weight, behind
-        )
-        for e in edges
-        if (behind := [m for m in e.memory_ids if m in visible])
-    ][:relations]
-    return GraphContext(
-        [
-            ConceptView(found[i].name, found[i].key, found[i].type, found[i].memories, 0)
-            for i in ids
-            if i in found
-        ],
-        views,
-    )
-
-
-def _visible(
-    store: Store, ids: list[int], project: str | None, all_projects: bool
-) -> dict[int, Memory]:
-    """The memories a reader in this scope may see (the graph can lag a status change)."""
-    found = memories.get_many(store, ids)
-    return {
-        i: m
-        for i, m in found.items()
-        if m.status in memories.VISIBLE_STATUSES
-        and (all_projects or m.project is None or m.project == project)
-    }
-
-
 def _key(graph: Graph, text: str) -> str:
     """The entity key a person means by ``text`` (the graph's name for it if it has one)."""
     key = normal_key(text)
     if not key:
         raise BadInput("a concept name cannot be empty")
-    for candidate in (key, _singular(key)):
+    for candidate in (key, walk.singular(key)):
         if graph.entities_by_key([candidate]):
             return candidate
     return key
@@ -495,19 +322,6 @@ def dismiss(
 
 
 @dataclass(frozen=True, slots=True)
-class DuplicatePair:
-    a: str
-    b: str
-    a_name: str
-    b_name: str
-    reason: str
-    memories: int
-
-    def line(self) -> str:
-        return f"{self.a_name}  ~  {self.b_name}   ({self.reason}; {self.memories} memories)"
-
-
-@dataclass(frozen=True, slots=True)
 class ReviewResult:
     project: str | None
     pairs: list[DuplicatePair] = field(default_factory=list)
@@ -520,10 +334,6 @@ class ReviewResult:
             "merge with `marm concepts merge A B`; keep apart with `marm concepts dismiss A B`"
         )
         return "\n".join(lines)
-
-
-def _squash(key: str) -> str:
-    return _singular(re.sub(r"[^0-9a-z]", "", key))
 
 
 @op("concepts", "review", read_only=True, idempotent=True)
@@ -547,22 +357,4 @@ def review(
         entities = graph.all_entities(scope, all_projects)
     finally:
         graph.close()
-    groups: dict[tuple[str, str], list[Entity]] = defaultdict(list)
-    for e in entities:
-        groups[("same letters", _squash(e.key))].append(e)
-        words = e.key.split()
-        if len(words) > 1:
-            groups[("same words", " ".join(sorted(_singular(w) for w in words)))].append(e)
-    pairs: dict[tuple[str, str], DuplicatePair] = {}
-    for (reason, _), members in groups.items():
-        for i, x in enumerate(members):
-            for y in members[i + 1 :]:
-                a, b = concept_verdicts.pair(x.key, y.key)
-                if (a, b) in pairs or verdicts.is_dismissed(a, b):
-                    continue
-                first, second = (x, y) if x.key == a else (y, x)
-                pairs[(a, b)] = DuplicatePair(
-                    a, b, first.name, second.name, reason, x.memories + y.memories
-                )
-    ranked = sorted(pairs.values(), key=lambda p: (-p.memories, p.a, p.b))
-    return ReviewResult(scope, ranked[:limit])
+    return ReviewResult(scope, duplicates.likely_duplicates(entities, verdicts)[:limit])

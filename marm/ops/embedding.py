@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from typing import Annotated
 
 from marm import embed as encoder_setup
-from marm.embed_status import check
-from marm.ops.context import Ctx
+from marm.context import Ctx
+from marm.embed.status import check
 from marm.ops.registry import Param, op
 from marm.store import flags, memories, outbox, vectors
 

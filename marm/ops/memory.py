@@ -7,14 +7,15 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal
 
 from marm import recall as recall_lanes
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound, Refused
-from marm.ops.context import Ctx
+from marm.ops.params import AllProjects, ProjectOpt, SessionOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView, one_line
 from marm.scope import display
-from marm.store import logs, memories, notebook, review, sessions
+from marm.store import events, logs, memories, notebook, review, sessions
 from marm.store.memories import Filter
-from marm.store.records import LogEntry
+from marm.store.records import LogEntry, Memory
 from marm.text import check_content, classify, clean, content_hash, to_timestamp
 
 _LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.DOTALL)
@@ -22,15 +23,6 @@ _LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.
 Detail = Literal[1, 2, 3]
 Mode = Literal["auto", "exact", "lexical", "hybrid", "semantic"]
 
-# Parameters several ops share, so their help reads the same everywhere.
-ProjectOpt = Annotated[
-    str | None,
-    Param("project: a name or a path in a git repository (default: the current repository, "
-          "or $MARM_PROJECT)", short="-p"),
-]
-AllProjects = Annotated[bool, Param("look in every project, not just the current one and global")]
-SessionOpt = Annotated[str | None, Param("session name (default: the active session for writes, "
-                                         "every session for reads)", short="-s")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +151,7 @@ class RecallResult:
     project: str | None
     results: list[MemoryView]
     note: str | None = None
-    graph_context: Any = None      # with --graph: the concept graph around the results
+    graph_context: Any = None      # with --graph: the concept graph around the results (GraphContext)
 
     def text(self) -> str:
         if not self.results:
@@ -207,6 +199,20 @@ def memory_filter(
 INCLUDABLE = ("retracted", "superseded")
 
 
+def recent_memories(ctx: Ctx, project: str | None, limit: int, kinds: tuple[str, ...] | None = None,
+                    statuses: tuple[str, ...] | None = None) -> list[Memory]:
+    """The newest memories of ``project`` (plus global ones), for a briefing."""
+    flt = Filter(project=project) if statuses is None else Filter(project=project, statuses=statuses)
+    return memories.recent(ctx.store(), flt, limit=limit, kinds=kinds)
+
+
+def find(ctx: Ctx, query: str, project: str | None, limit: int, mode: str,
+         embed_backlog: bool = True) -> recall_lanes.Outcome:
+    """One recall lane's hits in ``project`` (plus global memories), as records with scores
+    (``embed_backlog=False``: no embedding of pending memories first, for a hook)."""
+    return recall_lanes.run(ctx.store(), query, Filter(project=project), limit, mode, embed_backlog=embed_backlog)
+
+
 @op("recall", mcp="marm_smart_recall", read_only=True, idempotent=True)
 def recall(
     ctx: Ctx,
@@ -240,9 +246,9 @@ def recall(
     views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
     context = None
     if graph:
-        from marm.ops.concepts import graph_context
+        from marm.concepts import walk  # start-up cost: only --graph reads the concept graph
 
-        context = graph_context(ctx, [v.id for v in views], flt.project, all_projects)
+        context = walk.graph_context(ctx.home, ctx.store(), [v.id for v in views], flt.project, all_projects)
     return RecallResult(query, outcome.mode, flt.project, views, outcome.note, context)
 
 
@@ -270,8 +276,6 @@ class ShowResult:
 @op("show", mcp="marm_show", read_only=True, idempotent=True)
 def show(ctx: Ctx, id: Annotated[int, Param("memory id", argument=True)]) -> ShowResult:
     """Show one memory in full, with its provenance."""
-    from marm.store import events
-
     store = ctx.store()
     memory = memories.get(store, id)
     if memory is None:

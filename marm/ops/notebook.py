@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import Done, one_line
 from marm.scope import display
@@ -47,6 +48,11 @@ def _item(e: notebook.NotebookEntry) -> NotebookItem:
     return NotebookItem(e.name, e.content, e.updated_at, list(e.active_in))
 
 
+def active_entries(ctx: Ctx, sessions: Iterable[str]) -> dict[str, notebook.NotebookEntry]:
+    """The notebook entries active in any of ``sessions``, by name."""
+    return {e.name: e for s in sessions for e in notebook.active_for(ctx.store(), s)}
+
+
 @op("notebook", mcp="marm_notebook")
 def notebook_op(
     ctx: Ctx,
@@ -70,8 +76,8 @@ def notebook_op(
         if content is None:
             raise BadInput("notebook add needs the entry TEXT")
         cleaned = clean(check_content(content))
-        entry = notebook.put(store, name, cleaned.text.strip())
-        return NotebookResult(action, [_item(entry)], f"saved notebook entry {name!r}")
+        saved = notebook.put(store, name, cleaned.text.strip())
+        return NotebookResult(action, [_item(saved)], f"saved notebook entry {name!r}")
     entry = notebook.get(store, name)
     if entry is None:
         raise NotFound(f"no notebook entry named {name!r}")
@@ -80,9 +86,9 @@ def notebook_op(
     if action == "use":
         session_name = ctx.session(session)
         notebook.activate(store, name, session_name)
-        entry = notebook.get(store, name)
-        assert entry is not None
-        return NotebookResult(action, [_item(entry)], f"{name!r} is active in session {session_name}")
+        active = notebook.get(store, name)
+        assert active is not None
+        return NotebookResult(action, [_item(active)], f"{name!r} is active in session {session_name}")
     notebook.delete(store, name)
     return NotebookResult(action, [_item(entry)], f"deleted notebook entry {name!r}")
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView
 from marm.store import memories, review

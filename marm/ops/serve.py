@@ -6,7 +6,7 @@ import os
 import sys
 from dataclasses import dataclass
 
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.registry import op
 
 
@@ -32,7 +32,7 @@ def mcp(ctx: Ctx) -> ServeResult:
     """
     import time
 
-    from marm import mcp_server
+    from marm import mcp_server  # start-up cost: the MCP SDK loads only for `marm mcp`
 
     served = mcp_server.serve(ctx.cwd, ctx.env)
     # The protocol is over: point stdout at stderr so the summary the CLI prints for

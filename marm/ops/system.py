@@ -8,9 +8,10 @@ import stat
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from marm import config
+from marm import concepts, config
+from marm.context import Ctx
+from marm.embed import status as embed_status
 from marm.errors import BadInput
-from marm.ops.context import Ctx
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 from marm.store import events, flags, leases, memories, outbox
@@ -35,12 +36,9 @@ def _installed(module: str) -> bool:
 
 def components() -> list[Component]:
     """Cheap availability checks: nothing heavy is imported to answer them."""
-    from marm import embed_status
+    parts = [Component("embedding", *embed_status.availability())]
 
-    parts = [embed_status.component()]
-    from marm.concepts import spacy_model
-
-    model = spacy_model()
+    model = concepts.spacy_model()
     parts.append(Component(
         "concepts", model is not None,
         f"spaCy pipeline {model} (loaded by the drain and `marm concepts build`)" if model
@@ -149,16 +147,12 @@ def doctor(ctx: Ctx) -> DoctorResult:
     """Check the store and the optional parts, and advise; changes nothing."""
     store = ctx.store()
     checks: list[Check] = []
-    integrity = store.conn.execute("PRAGMA quick_check").fetchone()[0]
-    checks.append(Check("database", integrity == "ok", f"quick_check: {integrity}",
-                        None if integrity == "ok" else "restore from a backup or `marm export` what is readable"))
-    for index in ("memories_fts", "memories_tri"):
-        try:
-            store.conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
-            checks.append(Check(index, True, "index matches the memories"))
-        except Exception as exc:  # noqa: BLE001 - reported, not raised
-            checks.append(Check(index, False, str(exc), f"run: sqlite3 {store.path} "
-                                f"\"INSERT INTO {index}({index}) VALUES('rebuild')\""))
+    for check in store.verify():
+        advice = None
+        if not check.ok:
+            advice = ("restore from a backup or `marm export` what is readable" if check.name == "database"
+                      else f"run: sqlite3 {store.path} \"INSERT INTO {check.name}({check.name}) VALUES('rebuild')\"")
+        checks.append(Check(check.name, check.ok, check.detail, advice))
     schema = store.schema_version()
     checks.append(Check("schema", schema == SCHEMA_VERSION, f"v{schema} (this marm: v{SCHEMA_VERSION})"))
     mode = stat.S_IMODE(os.stat(store.path).st_mode)
@@ -201,10 +195,8 @@ def config_get(
     saved = flags.all_saved(ctx.store())
     values, sources = {}, {}
     for k in keys:
-        values[k] = ctx.setting(k)
-        spec = config.SETTINGS[k]
-        sources[k] = ("saved" if k in saved else
-                      f"env {spec.env}" if spec.env and ctx.env.get(spec.env) else "default")
+        resolved = config.resolve(k, saved, ctx.env)
+        values[k], sources[k] = resolved.value, resolved.source
     return ConfigResult(values, sources)
 
 

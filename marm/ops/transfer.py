@@ -17,9 +17,9 @@ from typing import Annotated, Any
 
 import orjson
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound
-from marm.ops.context import Ctx
-from marm.ops.memory import AllProjects, ProjectOpt
+from marm.ops.params import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
 from marm.scope import display
 from marm.store import review, transfer

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 from marm.errors import BadInput
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.memory import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
 from marm.scope import display

@@ -58,7 +58,8 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
 def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False,
             embed_backlog: bool = True) -> Outcome:
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model."""
-    from marm.embed_drain import embed_pending, encoder_for
+    # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
+    from marm.embed.drain import embed_pending, encoder_for
     from marm.recall import hybrid
 
     home = store.path.parent

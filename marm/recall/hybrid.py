@@ -41,17 +41,27 @@ benchmark (LoCoMo, dev half) and rounded; nothing in them is specific to it.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from marm.recall import dates, lexical
-from marm.store import Store, vectors
+from marm.recall import bm25, dates, lexical
+from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit
+
+if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query is scored
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from marm.embed import Encoder
+
+    #: One matrix part: memory ids and, per row, a vector (or a cosine).
+    Part = tuple[NDArray[np.int64], NDArray[np.float32]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +138,7 @@ def common_names(store: Store, flt: Filter, names: list[str]) -> list[str]:
     ``idempotency_key``) say what a memory is about and stay in the query's words."""
     if not names:
         return []
-    common = set(vectors.common_terms(store, flt, [n.lower() for n in names], COMMON_NAME))
+    common = set(recall_reads.common_terms(store, flt, [n.lower() for n in names], COMMON_NAME))
     return [n for n in names if n.lower() in common]
 
 
@@ -162,31 +172,31 @@ def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, 
     terms = lexical.words(query)
     if not terms:
         return {}
-    total, df = vectors.word_stats(store, terms)
-    found = vectors.word_matches(store, terms, flt, limit, (total, df))
+    stats = recall_reads.word_stats(store, terms)
+    found = bm25.matches(store, terms, flt, limit, stats)
     if not found:
         return {}
-    ceiling = sum(max(1e-6, math.log((total - n + 0.5) / (n + 0.5))) for n in df.values() if n) or 1.0
+    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
     return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
 
 
-_WORKER: Any = None
+_WORKER: ThreadPoolExecutor | None = None
 
 
-def _worker() -> Any:
+def _worker() -> ThreadPoolExecutor:
     """The process's threads for query embeddings and vector scans (started on first use)."""
     global _WORKER
     if _WORKER is None:
-        from concurrent.futures import ThreadPoolExecutor
+        from concurrent.futures import ThreadPoolExecutor  # start-up cost: see TYPE_CHECKING above
 
         _WORKER = ThreadPoolExecutor(max_workers=2, thread_name_prefix="marm-meaning")
     return _WORKER
 
 
-def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[tuple[Any, Any]]:
+def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[Part]:
     projects = vectors.all_projects(store) if flt.all_projects else (
         [None] if flt.project is None else [flt.project, None])
-    parts: list[tuple[Any, Any]] = []
+    parts: list[Part] = []
     for project in projects:
         parts.extend(p for p in vectors.load(store, home, model, dim, project) if len(p[0]))
     return parts
@@ -202,16 +212,17 @@ class Meaning:
     ``top`` and ``of`` wait for the scores.
     """
 
-    def __init__(self, store: Store, home: Path, encoder: Any, query: str, flt: Filter) -> None:
+    def __init__(self, store: Store, home: Path, encoder: Encoder, query: str, flt: Filter) -> None:
         import numpy as np
 
         self.np = np
         parts = _parts(store, home, encoder.model, encoder.dim, flt)
-        allowed = np.asarray(vectors.allowed_ids(store, flt), dtype=np.int64) if (
+        allowed = np.asarray(recall_reads.allowed_ids(store, flt), dtype=np.int64) if (
             flt.session is not None or flt.kind is not None or flt.as_of is not None) else None
         self._scores = _worker().submit(self._score, encoder, query, parts, allowed)
 
-    def _score(self, encoder: Any, query: str, parts: list[tuple[Any, Any]], allowed: Any) -> list[tuple[Any, Any]]:
+    def _score(self, encoder: Encoder, query: str, parts: list[Part],
+               allowed: NDArray[np.int64] | None) -> list[Part]:
         np = self.np
         q = encoder.embed([query])[0]
         # ``vecdot``, not ``matrix @ q``: BLAS runs a matrix-vector product on every core,
@@ -223,7 +234,7 @@ class Meaning:
         return scored
 
     @property
-    def parts(self) -> list[tuple[Any, Any]]:
+    def parts(self) -> list[Part]:
         """[(memory ids, cosines), ...] per matrix part, once the worker has scored them."""
         return self._scores.result()
 
@@ -252,7 +263,7 @@ class Meaning:
         return best
 
 
-def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limit: int,
+def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone)."""
     weights = weights or WEIGHTS
@@ -260,62 +271,101 @@ def search(store: Store, home: Path, encoder: Any, query: str, flt: Filter, limi
     topic = without_names(query, common_names(store, flt, names))
     meaning = Meaning(store, home, encoder, topic, flt)  # scores on a worker meanwhile
     if semantic_only:
-        top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
-        seen = vectors.visible(store, top, flt)
-        ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
-        return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
-    words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
-    top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
-    # Context credit flows from a match to its session neighbours: the memory after a
-    # word match gets the match's words score as ``before``, the memory before it as
-    # ``after``; the memory after a matching question gets the question's scores.
-    prev_of, next_of, asking = vectors.session_neighbours(store, set(words) | set(top))
-    before = {next_of[p]: words[p] for p in words if p in next_of}
-    after = {prev_of[q]: words[q] for q in words if q in prev_of}
-    replies = {next_of[p]: p for p in asking if p in next_of}
+        return _by_meaning(store, meaning, flt, limit)
     spans = dates.intervals(query)
-    candidates = set(top) | set(words) | set(before) | set(after) | set(replies)
-    for start, end in spans:
-        candidates.update(vectors.valid_between(
-            store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
-    sims = {**meaning.of([c for c in candidates | set(replies.values()) if c not in top]), **top}
-
+    found = _candidates(store, meaning, topic, flt, limit, spans)
+    base = _id_scores(found, weights)
+    when = dates.asks_when(query)
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
-    base = {mid: weights.meaning * max(0.0, sims.get(mid, 0.0)) + weights.words * words.get(mid, 0.0)
-            + weights.before * before.get(mid, 0.0) + weights.after * after.get(mid, 0.0)
-            for mid in candidates}
-    for mid, question in replies.items():
-        base[mid] += (weights.reply_words * words.get(question, 0.0)
-                      + weights.reply_meaning * max(0.0, sims.get(question, 0.0)))
-    when = dates.asks_when(query)
     reach = weights.recency + weights.statement + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
-    ordered = sorted(base, key=base.__getitem__, reverse=True)
-    floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
-    rows = vectors.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
-    if sum(1 for m in rows if base[m] >= floor) < min(limit, len(rows)) or len(rows) < limit:
-        rows = vectors.scoring_rows(store, ordered, flt)  # too few visible: read them all
+    rows = _rows_worth_reading(store, base, reach, flt, limit)
     now = datetime.now(timezone.utc)
     scored: list[tuple[float, int]] = []
-    for mid, (content, stamp) in rows.items():
+    for mid, row in rows.items():
         score = (
             base[mid]
-            + weights.names * _name_share(names, content)
-            + weights.lead * _name_share(names, lead_of(content))
-            + weights.statement * _statement(content)
-            + weights.time * dates.closeness(stamp, spans)
-            + (weights.when if when and dates.says_when(content) else 0.0)
-            + weights.recency * _recency(stamp, now)
+            + weights.names * _name_share(names, row.content)
+            + weights.lead * _name_share(names, lead_of(row.content))
+            + weights.statement * _statement(row.content)
+            + weights.time * dates.closeness(row.valid_at, spans)
+            + (weights.when if when and dates.says_when(row.content) else 0.0)
+            + weights.recency * _recency(row.valid_at, now)
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
     # An episode keeps a whole turn; a highlight of the same content says it more
     # precisely and outranks it. The cut comes after the episodes are marked down.
     pool = scored[: limit * 2]
-    seen = vectors.visible(store, [mid for _, mid in pool], flt)
+    seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
     pool = sorted(((sc * (EPISODE_FACTOR if mid in seen and seen[mid].kind == "episode" else 1.0), mid)
                    for sc, mid in pool), key=lambda sm: (-sm[0], -sm[1]))
     pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
-    return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, sims[mid]) if mid in sims else None)
+    return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)
             for score, mid in pool if mid in seen]
+
+
+def _by_meaning(store: Store, meaning: Meaning, flt: Filter, limit: int) -> list[Hit]:
+    """The semantic lane: the best chunks' cosines alone."""
+    top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
+    seen = recall_reads.visible(store, top, flt)
+    ranked = sorted((mid for mid in top if mid in seen), key=lambda mid: -top[mid])[:limit]
+    return [Hit(seen[mid], max(0.0, min(1.0, top[mid])), "semantic") for mid in ranked]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """Every memory that may rank, with the parts of its score that need only ids."""
+
+    ids: set[int]
+    words: dict[int, float]           # words score of the word matches
+    sims: dict[int, float]            # best-chunk cosine (candidates and replied questions)
+    before: dict[int, float]          # words score of the memory just before
+    after: dict[int, float]           # words score of the memory just after
+    replies: dict[int, int]           # answer -> the question just before it
+
+
+def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
+                spans: list[tuple[datetime, datetime]]) -> Candidates:
+    """The best word matches, the best vector matches, the session neighbours of the word
+    matches, the replies to the questions among both, and the memories valid at a date
+    the query names."""
+    words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
+    top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
+    # Context credit flows from a match to its session neighbours: the memory after a
+    # word match gets the match's words score as ``before``, the memory before it as
+    # ``after``; the memory after a matching question gets the question's scores.
+    near = recall_reads.neighbours(store, set(words) | set(top))
+    before = {near.after[p]: words[p] for p in words if p in near.after}
+    after = {near.before[q]: words[q] for q in words if q in near.before}
+    replies = {near.after[p]: p for p in near.asking if p in near.after}
+    ids = set(top) | set(words) | set(before) | set(after) | set(replies)
+    for start, end in spans:
+        ids.update(recall_reads.valid_between(
+            store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
+    sims = {**meaning.of([c for c in ids | set(replies.values()) if c not in top]), **top}
+    return Candidates(ids, words, sims, before, after, replies)
+
+
+def _id_scores(c: Candidates, weights: Weights) -> dict[int, float]:
+    """The score parts that need no text: meaning, words, neighbours, replies."""
+    base = {mid: weights.meaning * max(0.0, c.sims.get(mid, 0.0)) + weights.words * c.words.get(mid, 0.0)
+            + weights.before * c.before.get(mid, 0.0) + weights.after * c.after.get(mid, 0.0)
+            for mid in c.ids}
+    for mid, question in c.replies.items():
+        base[mid] += (weights.reply_words * c.words.get(question, 0.0)
+                      + weights.reply_meaning * max(0.0, c.sims.get(question, 0.0)))
+    return base
+
+
+def _rows_worth_reading(store: Store, base: dict[int, float], reach: float, flt: Filter,
+                        limit: int) -> dict[int, recall_reads.Scoring]:
+    """Text and validity of the candidates that can still reach the top ``limit`` (all of
+    them when too few of those are visible)."""
+    ordered = sorted(base, key=base.__getitem__, reverse=True)
+    floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
+    rows = recall_reads.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
+    if sum(1 for m in rows if base[m] >= floor) < min(limit, len(rows)) or len(rows) < limit:
+        rows = recall_reads.scoring_rows(store, ordered, flt)  # too few visible: read them all
+    return rows

@@ -1,13 +1,17 @@
-"""The durable store. Only this package talks SQL to ``marm.db``.
+"""The store. Only this package talks SQL, to ``marm.db`` and to ``derived.db``.
 
-- ``db``: opening, PRAGMAs, transactions (``Store``)
+- ``core``: the one ``connect`` (file modes, PRAGMAs, ``MARM_DEBUG=sql``) and the one
+  unit of work, ``atomic``, every database below goes through
+- ``db``: the durable database (``Store``: open and migrate, ``write``, ``verify``)
 - ``migrations``: the schema, versioned by ``PRAGMA user_version``
 - ``records``: the frozen dataclasses ops receive
 - ``memories``, ``logs``, ``notebook``, ``sessions``: the memory layer
 - ``events``: the append-only audit trail
 - ``outbox``, ``leases``: durable background work and who is doing it
 - ``flags``: runtime settings
-- ``derived``: the disposable database of derived graphs
+- ``vectors``: the vectors of memories and their matrix files
+- ``recall_reads``: the recall read model (what the hybrid lane reads, as typed rows)
+- ``derived``: the disposable database of derived graphs (``concept_graph``, ``code_graph``)
 """
 
 from marm.store.db import Store, now

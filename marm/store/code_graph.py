@@ -22,11 +22,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from marm.config import derived_path
-from marm.store import derived
+from marm.store import core, derived
 
 #: Secondary indexes; a large rebuild drops them and builds them again after the bulk
 #: insert, which is several times faster than updating them row by row.
@@ -92,35 +93,8 @@ PART = derived.SchemaPart(
 )
 
 
-def drop_indexes(conn: sqlite3.Connection) -> None:
-    for ddl in INDEXES:
-        conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[2]}")
-
-
-def create_indexes(conn: sqlite3.Connection) -> None:
-    for ddl in INDEXES:
-        conn.execute(ddl.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
-
-
-def connect(home: Path) -> sqlite3.Connection:
-    conn = derived.connect(derived_path(home), PART)
-    conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk index inserts stay in memory
-    return conn
-
-
 def exists(home: Path) -> bool:
     return derived_path(home).exists()
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
 
 
 # -- trees and files ---------------------------------------------------------------
@@ -136,83 +110,34 @@ class Tree:
 
 
 @dataclass(frozen=True, slots=True)
+class SkippedFile:
+    path: str
+    status: str  # skipped | partial
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class FileSize:
+    path: str
+    lang: str
+    lines: int
+    symbols: int  # not counting the module itself
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleFile:
+    symbol_id: int  # the file's module symbol
+    path: str
+
+
+@dataclass(frozen=True, slots=True)
 class FileState:
     id: int
     size: int | None
     mtime_ns: int | None
     hash: str | None
     status: str
-
-
-def tree(conn: sqlite3.Connection, root: str, create: bool = False) -> Tree | None:
-    if create:
-        conn.execute("INSERT OR IGNORE INTO code_trees (root) VALUES (?)", (root,))
-    row = conn.execute(
-        "SELECT id, root, indexed_at, files, lines FROM code_trees WHERE root = ?", (root,)
-    ).fetchone()
-    return None if row is None else Tree(*row)
-
-
-def trees(conn: sqlite3.Connection) -> list[Tree]:
-    return [
-        Tree(*r)
-        for r in conn.execute(
-            "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root"
-        )
-    ]
-
-
-def finish_tree(
-    conn: sqlite3.Connection, tree_id: int, at: str, edges_delta: int | None = None
-) -> None:
-    """Refresh the tree's totals; ``edges_delta`` (None: unchanged) moves the edge count."""
-    conn.execute(
-        "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
-        " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
-        " WHERE tree_id = ?), symbols = (SELECT count(*) FROM code_symbols WHERE tree_id = ?) - (SELECT"
-        " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"  # noqa: E501
-        " WHERE id = ?",
-        (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id),
-    )
-
-
-def ranking_due(conn: sqlite3.Connection, tree_id: int, changed_edges: int, share: float) -> bool:
-    """Add ``changed_edges`` to the edges changed since the last ranking; True when they
-    reach ``share`` of the tree's edges (then the caller ranks and calls ``ranked``)."""
-    conn.execute(
-        "UPDATE code_trees SET unranked = unranked + ? WHERE id = ?", (changed_edges, tree_id)
-    )
-    unranked, edges = conn.execute(
-        "SELECT unranked, edges FROM code_trees WHERE id = ?", (tree_id,)
-    ).fetchone()
-    return unranked > 0 and unranked >= share * edges
-
-
-def ranked(conn: sqlite3.Connection, tree_id: int, edges: int) -> None:
-    conn.execute("UPDATE code_trees SET unranked = 0, edges = ? WHERE id = ?", (edges, tree_id))
-
-
-def file_states(conn: sqlite3.Connection, tree_id: int) -> dict[str, FileState]:
-    return {
-        r[0]: FileState(*r[1:])
-        for r in conn.execute(
-            "SELECT path, id, size, mtime_ns, hash, status FROM code_files WHERE tree_id = ?",
-            (tree_id,),
-        )
-    }
-
-
-def touch_files(conn: sqlite3.Connection, rows: Iterable[tuple[int, int, int]]) -> None:
-    """Store a new (size, mtime) for files whose content did not change."""
-    conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
-
-
-def skipped(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, str]]:
-    """(path, status, note) of files skipped or indexed partially."""
-    return conn.execute(
-        "SELECT path, status, note FROM code_files WHERE tree_id = ? AND status != 'ok' ORDER BY path",
-        (tree_id,),
-    ).fetchall()
 
 
 def insert_rows(conn: sqlite3.Connection, sql: str, rows: Sequence[tuple], per: int = 100) -> None:
@@ -235,65 +160,6 @@ def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
     conn.execute("DELETE FROM tmp_ids")
     conn.executemany("INSERT OR IGNORE INTO tmp_ids VALUES (?)", ((i,) for i in ids))
     return "SELECT id FROM temp.tmp_ids"
-
-
-def delete_files(conn: sqlite3.Connection, file_ids: Sequence[int]) -> int:
-    """Remove files and everything parsed from them, and every edge into or out of them
-    (returns how many edges went)."""
-    if not file_ids:
-        return 0
-    ids = _ids(conn, file_ids)
-    gone = conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})").rowcount
-    gone += conn.execute(
-        f"DELETE FROM code_edges WHERE dst_id IN"
-        f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))"
-    ).rowcount
-    for table in ("code_types", "code_file_refs", "code_ref_keys", "code_imports", "code_symbols"):
-        conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
-    conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
-    return gone
-
-
-def tree_aliases(conn: sqlite3.Connection, tree_id: int) -> str | None:
-    """The import aliases the tree was last indexed with (``marm.code.aliases.stamp``)."""
-    return conn.execute("SELECT aliases FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0]
-
-
-def set_tree_aliases(conn: sqlite3.Connection, tree_id: int, stamp: str) -> None:
-    conn.execute("UPDATE code_trees SET aliases = ? WHERE id = ?", (stamp, tree_id))
-
-
-def clear_tree(conn: sqlite3.Connection, tree_id: int) -> None:
-    for table in ("code_edges", "code_ref_keys", "code_imports", "code_symbols"):
-        conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
-    for table in ("code_types", "code_file_refs"):
-        conn.execute(
-            f"DELETE FROM {table} WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
-            (tree_id,),
-        )
-    conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
-
-
-def forget_tree(conn: sqlite3.Connection, tree_id: int) -> None:
-    clear_tree(conn, tree_id)
-    conn.execute("DELETE FROM code_trees WHERE id = ?", (tree_id,))
-
-
-def add_skipped(
-    conn: sqlite3.Connection,
-    tree_id: int,
-    path: str,
-    lang: str,
-    size: int,
-    mtime_ns: int,
-    digest: str | None,
-    note: str,
-) -> None:
-    conn.execute(
-        "INSERT INTO code_files (tree_id, path, lang, size, mtime_ns, hash, status, note)"
-        " VALUES (?,?,?,?,?,?, 'skipped', ?)",
-        (tree_id, path, lang, size, mtime_ns, digest, note),
-    )
 
 
 @dataclass(slots=True)
@@ -353,7 +219,7 @@ class Writer:
                 None if facts.exports is None else orjson.dumps(facts.exports).decode(),
             ),
         )
-        fid = int(cur.lastrowid)
+        fid = int(cur.lastrowid or 0)
         if self.kept is not None:
             exports = None if facts.exports is None else orjson.dumps(facts.exports).decode()
             self.kept.files.append((fid, path, lang, facts.module, exports))
@@ -445,35 +311,6 @@ class Writer:
         )
 
 
-# -- what the resolver reads -------------------------------------------------------
-
-
-def files_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(id, path, lang, module, exports JSON) of every parsed file."""
-    return conn.execute(
-        "SELECT id, path, lang, module, exports FROM code_files WHERE tree_id = ?"
-        " AND status != 'skipped'",
-        (tree_id,),
-    ).fetchall()
-
-
-def symbols_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(id, file_id, parent_id, name, kind) of every symbol."""
-    return conn.execute(
-        "SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ? ORDER BY id",
-        (tree_id,),
-    ).fetchall()
-
-
-def imports_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(file_id, local, module, name, kind) in statement order."""
-    return conn.execute(
-        "SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
-        " ORDER BY file_id, line, rowid",
-        (tree_id,),
-    ).fetchall()
-
-
 def _unpack(rows: Iterable[tuple]) -> Iterator[tuple]:
     """Refs (id, file_id, src_id, kind, name, key, receiver, line) from code_file_refs
     rows (file_id, first_id, symbol_base, refs)."""
@@ -503,134 +340,6 @@ def _bases(rows: Iterable[tuple]) -> list[tuple]:
     ]
 
 
-def bases_for_resolver(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """(class id, base name, receiver) of every base-class reference, in ref order."""
-    return _bases(
-        conn.execute(
-            "SELECT symbol_base, bases FROM code_file_refs WHERE bases IS NOT NULL AND file_id IN"
-            " (SELECT id FROM code_files WHERE tree_id = ?) ORDER BY first_id",
-            (tree_id,),
-        )
-    )
-
-
-def symbol_brief(conn: sqlite3.Connection, sid: int) -> tuple | None:
-    """(file_id, parent_id, name, kind) of one symbol."""
-    return conn.execute(
-        "SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)
-    ).fetchone()
-
-
-def symbols_with_name(conn: sqlite3.Connection, tree_id: int, name: str) -> list[tuple]:
-    """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
-    return conn.execute(
-        "SELECT id, file_id, parent_id, kind FROM code_symbols WHERE tree_id = ? AND name = ?"
-        " ORDER BY id",
-        (tree_id, name),
-    ).fetchall()
-
-
-def module_symbol(conn: sqlite3.Connection, file_id: int) -> int | None:
-    row = conn.execute(
-        "SELECT id FROM code_symbols WHERE file_id = ? AND kind = 'module'", (file_id,)
-    ).fetchone()
-    return None if row is None else row[0]
-
-
-def top_level(conn: sqlite3.Connection, file_id: int, kinds: tuple[str, ...]) -> list[int]:
-    return [
-        r[0]
-        for r in conn.execute(
-            f"SELECT s.id FROM code_symbols s JOIN code_symbols m ON m.id = s.parent_id AND m.kind = 'module'"
-            f" WHERE s.file_id = ? AND s.kind IN ({','.join('?' * len(kinds))}) ORDER BY s.id",
-            (file_id, *kinds),
-        )
-    ]
-
-
-def imports_of(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
-    """(local, module, name, kind) of one file, in statement order."""
-    return conn.execute(
-        "SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
-        (file_id,),
-    ).fetchall()
-
-
-def bases_in_file(conn: sqlite3.Connection, file_id: int) -> list[tuple]:
-    """(class id, base name, receiver) of one file's base-class references."""
-    return _bases(
-        conn.execute(
-            "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
-            (file_id,),
-        )
-    )
-
-
-def types_for_files(conn: sqlite3.Connection, file_ids: Iterable[int]) -> list[tuple]:
-    """(file_id, scope_id, var, type) for typed receivers."""
-    ids = _ids(conn, file_ids)
-    return conn.execute(
-        f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})"
-    ).fetchall()
-
-
-def all_refs(conn: sqlite3.Connection, tree_id: int) -> list[tuple]:
-    """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
-    return list(_unpack(_file_refs(conn, *_tree_files(tree_id))))
-
-
-def affected_refs(
-    conn: sqlite3.Connection,
-    tree_id: int,
-    file_ids: Iterable[int],
-    names: Iterable[str],
-    ref_files: dict[int, int],
-) -> list[tuple]:
-    """Refs in ``file_ids``, refs whose key is in ``names``, and the refs ``ref_files``
-    names (ref id -> its file), in id order."""
-    names = set(names)
-    whole = set(file_ids)
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM tmp_names")
-    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
-    keyed = {
-        r[0]
-        for r in conn.execute(
-            "SELECT DISTINCT file_id FROM code_ref_keys WHERE tree_id = ? AND key IN"
-            " (SELECT name FROM temp.tmp_names)",
-            (tree_id,),
-        )
-    }
-    ids = _ids(conn, whole | keyed | set(ref_files.values()))
-    out = []
-    for fid, first, base, blob in _file_refs(conn, f"r.file_id IN ({ids})"):
-        refs = orjson.loads(blob)
-        if fid in whole:
-            picked = enumerate(refs, first)
-        else:  # only some refs of this file: skip the others before unpacking them
-            picked = (
-                (rid, r) for rid, r in enumerate(refs, first) if r[3] in names or rid in ref_files
-            )
-        for rid, (kind, scope, name, key, receiver, line) in picked:
-            out.append((rid, fid, base + scope, kind, name, key, receiver, line))
-    return out
-
-
-def importers(conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]) -> set[int]:
-    """Files with an import statement naming one of ``modules``."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM tmp_names")
-    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
-    return {
-        r[0]
-        for r in conn.execute(
-            "SELECT DISTINCT file_id FROM code_imports WHERE tree_id = ? AND module IN"
-            " (SELECT name FROM temp.tmp_names)",
-            (tree_id,),
-        )
-    }
-
-
 @dataclass(frozen=True, slots=True)
 class Shape:
     """What other files can see of a set of files: enough to decide what to re-resolve."""
@@ -639,123 +348,6 @@ class Shape:
     modules: set[str]  # module keys
     bases: set[tuple]  # (class qname, base name, receiver), and (class qname, None, None)
     interface: set[tuple]  # (path, what, ...) of definitions, exports and import bindings
-
-
-def shape(conn: sqlite3.Connection, file_ids: Sequence[int]) -> Shape:
-    ids = _ids(conn, file_ids)
-    names: set[str] = set()
-    interface: set[tuple] = set()
-    for path, name in conn.execute(
-        f"SELECT DISTINCT f.path, s.name FROM code_symbols s JOIN code_files f"
-        f" ON f.id = s.file_id WHERE s.file_id IN ({ids})"
-    ):
-        names.add(name)
-        interface.add((path, "def", name))
-    modules = set()
-    for path, module, exports in conn.execute(
-        f"SELECT path, module, exports FROM code_files WHERE id IN ({ids})"
-    ):
-        if module:
-            modules.add(module)
-        for name in orjson.loads(exports) if exports else ():
-            names.add(name)
-            interface.add((path, "export", name))
-    for row in conn.execute(
-        f"SELECT f.path, i.local, i.module, i.name, i.kind FROM code_imports i"
-        f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"
-    ):
-        interface.add((row[0], "import", *row[1:]))
-    qnames = dict(conn.execute(f"SELECT id, qname FROM code_symbols WHERE file_id IN ({ids})"))
-    bases = {
-        (qnames.get(r[2]), r[4], r[6])
-        for r in _unpack(_file_refs(conn, f"r.file_id IN ({ids})"))
-        if r[3] == "base"
-    }
-    classes = {
-        r[0]
-        for r in conn.execute(
-            f"SELECT qname FROM code_symbols WHERE file_id IN ({ids}) AND kind IN"
-            " ('class', 'interface', 'struct', 'trait', 'type')"
-        )
-    }
-    return Shape(names, modules, bases | {(c, None, None) for c in classes}, interface)
-
-
-def reexporters(
-    conn: sqlite3.Connection, tree_id: int, modules: Iterable[str]
-) -> list[tuple[int, str]]:
-    """(file id, module key) of files that import names from (or everything from) ``modules``:
-    the files through which a name can travel on to further importers."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
-    conn.execute("DELETE FROM tmp_names")
-    conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
-    return conn.execute(
-        "SELECT DISTINCT f.id, f.module FROM code_imports i JOIN code_files f ON f.id = i.file_id"
-        " WHERE i.tree_id = ? AND i.kind IN ('from', 'star') AND i.module IN (SELECT name FROM temp.tmp_names)",
-        (tree_id,),
-    ).fetchall()
-
-
-def refs_into(conn: sqlite3.Connection, file_ids: Sequence[int]) -> dict[int, int]:
-    """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
-    ids = _ids(conn, file_ids)
-    return dict(
-        conn.execute(
-            f"SELECT DISTINCT e.ref_id, e.file_id FROM code_edges e JOIN code_symbols s"
-            f" ON s.id = e.dst_id WHERE s.file_id IN ({ids})"
-        ).fetchall()
-    )
-
-
-def delete_edges_of_refs(conn: sqlite3.Connection, refs: Iterable[tuple[int, int]]) -> int:
-    """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
-    (file, ref): deleting a file's edges (``delete_files``) uses the same index."""
-    conn.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS tmp_refs (file_id INTEGER, ref_id INTEGER,"
-        " PRIMARY KEY (file_id, ref_id))"
-    )
-    conn.execute("DELETE FROM tmp_refs")
-    conn.executemany("INSERT OR IGNORE INTO tmp_refs VALUES (?, ?)", refs)
-    return conn.execute(
-        "DELETE FROM code_edges WHERE rowid IN (SELECT e.rowid FROM temp.tmp_refs t"
-        " CROSS JOIN code_edges e ON e.file_id = t.file_id AND e.ref_id = t.ref_id)"
-    ).rowcount
-
-
-def delete_tree_edges(conn: sqlite3.Connection, tree_id: int) -> None:
-    conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
-
-
-def add_edges(conn: sqlite3.Connection, tree_id: int, rows: Sequence[tuple]) -> None:
-    """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
-    insert_rows(
-        conn,
-        "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
-        f" VALUES ({int(tree_id)},?,?,?,?,?,?,?,?)",
-        rows,
-    )
-
-
-def edge_weights(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, int, float]]:
-    return conn.execute(
-        "SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?", (tree_id,)
-    ).fetchall()
-
-
-def set_ranks(conn: sqlite3.Connection, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
-    """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""
-    conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_rank (id INTEGER PRIMARY KEY, rank REAL)")
-    conn.execute("DELETE FROM tmp_rank")
-    conn.executemany("INSERT INTO tmp_rank VALUES (?, ?)", ranks)
-    conn.execute(
-        "UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0"
-        " AND id NOT IN (SELECT id FROM temp.tmp_rank)",
-        (tree_id,),
-    )
-    conn.execute(
-        "UPDATE code_symbols SET rank = t.rank FROM temp.tmp_rank t WHERE code_symbols.id = t.id"
-        " AND code_symbols.rank != t.rank"
-    )
 
 
 # -- queries -----------------------------------------------------------------------
@@ -780,51 +372,6 @@ _SYM = (
 )
 
 
-def find_symbols(
-    conn: sqlite3.Connection,
-    tree_id: int,
-    query: str,
-    kind: str | None = None,
-    limit: int = 20,
-    exact_only: bool = False,
-) -> list[SymbolRow]:
-    """Symbols named ``query``: exact name or qualified name (or its dotted tail) first,
-    then (unless ``exact_only``) names containing it; each group by centrality."""
-    kind_sql = " AND s.kind = ?" if kind else ""
-    extra = [kind] if kind else []
-    out: dict[int, SymbolRow] = {}
-
-    def take(sql: str, args: list) -> None:
-        for r in conn.execute(
-            f"SELECT {_SYM} WHERE s.tree_id = ?{kind_sql} AND {sql}"
-            " ORDER BY +s.rank DESC, f.path, s.line LIMIT ?",  # + : filter by name first
-            [tree_id, *extra, *args, limit],
-        ):
-            if len(out) < limit:
-                out.setdefault(r[0], SymbolRow(*r))
-
-    if "." in query or "/" in query:
-        # a qualified name ends in the symbol's name (a module's: its last dotted part,
-        # or its file name for path keys): the name index finds it, no qname index
-        names = [query.rsplit(".", 1)[-1], posixpath.basename(query)]
-        take("s.name IN (?, ?) AND s.qname = ?", [*names, query])
-        tail = query.replace("/", ".").rsplit(".", 1)[-1]
-        if len(out) < limit and tail:  # the name index narrows, then the dotted tail filters
-            take(
-                "s.name = ? AND (s.qname LIKE ? ESCAPE '\\' OR s.qname LIKE ? ESCAPE '\\')",
-                [tail, "%." + _like(query), "%/" + _like(query)],
-            )
-    else:
-        take("s.name = ? AND s.kind != 'module'", [query])
-        take("s.name = ?", [query])
-    if not exact_only and len(out) < limit:
-        take(
-            "s.name LIKE ? ESCAPE '\\' AND s.kind != 'module'",
-            ["%" + _like(query.rsplit(".", 1)[-1]) + "%"],
-        )
-    return list(out.values())
-
-
 def _like(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -838,23 +385,6 @@ class FileRow:
     symbols: int
 
 
-def find_files(
-    conn: sqlite3.Connection, tree_id: int, query: str, limit: int = 10
-) -> list[FileRow]:
-    rows = conn.execute(
-        "SELECT f.path, f.lang, f.lines, f.status, (SELECT count(*) FROM code_symbols s WHERE"
-        " s.file_id = f.id) FROM code_files f WHERE f.tree_id = ? AND f.path LIKE ? ESCAPE '\\'"
-        " ORDER BY (f.path = ?) DESC, length(f.path), f.path LIMIT ?",
-        (tree_id, "%" + _like(query) + "%", query, limit),
-    ).fetchall()
-    return [FileRow(*r) for r in rows]
-
-
-def symbols_by_id(conn: sqlite3.Connection, ids: Iterable[int]) -> dict[int, SymbolRow]:
-    idl = _ids(conn, ids)
-    return {r[0]: SymbolRow(*r) for r in conn.execute(f"SELECT {_SYM} WHERE s.id IN ({idl})")}
-
-
 @dataclass(frozen=True, slots=True)
 class EdgeRow:
     src_id: int
@@ -866,137 +396,591 @@ class EdgeRow:
     line: int
 
 
-def edges_touching(
-    conn: sqlite3.Connection,
-    ids: Iterable[int],
-    direction: str,
-    kinds: tuple[str, ...],
-    limit: int = 100_000,
-) -> list[EdgeRow]:
-    """Edges out of (``callees``) or into (``callers``) the given symbols, the most
-    confident first."""
-    idl = _ids(conn, ids)
-    column = "src_id" if direction == "callees" else "dst_id"
-    marks = ",".join("?" * len(kinds))
-    return [
-        EdgeRow(*r)
-        for r in conn.execute(
-            f"SELECT e.src_id, e.dst_id, e.kind, e.rule, e.confidence, f.path, e.line FROM code_edges e"
-            f" JOIN code_files f ON f.id = e.file_id WHERE e.{column} IN ({idl}) AND e.kind IN ({marks})"
-            " ORDER BY e.confidence DESC, f.path, e.line LIMIT ?",
-            (*kinds, limit),
+class CodeGraph:
+    """The code part of the derived database: one open connection, every read and write.
+
+    ``CodeGraph.open(home)`` opens (and, for a new part version, rebuilds) it; writes go
+    inside ``transaction()``; rows leave as the records above or as the resolver's
+    tuples (``*_for_resolver``, in ``Written``'s shapes: the resolver reads hundreds of
+    thousands of them, and tuples are what keeps a full build fast).
+    """
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    @classmethod
+    def open(cls, home: Path) -> CodeGraph:
+        conn = derived.connect(derived_path(home), PART)
+        conn.execute("PRAGMA cache_size = -65536")  # 64 MiB: bulk index inserts stay in memory
+        return cls(conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def writer(self, tree_id: int, keep: bool = False) -> Writer:
+        """Bulk insertion of parsed files (see ``Writer``), inside ``transaction()``."""
+        return Writer(self.conn, tree_id, keep)
+
+    def drop_indexes(self) -> None:
+        for ddl in INDEXES:
+            self.conn.execute(f"DROP INDEX IF EXISTS {ddl.split()[2]}")
+
+    def create_indexes(self) -> None:
+        for ddl in INDEXES:
+            self.conn.execute(ddl.replace("CREATE INDEX", "CREATE INDEX IF NOT EXISTS", 1))
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One unit of work (``marm.store.core.atomic``) on the derived database."""
+        with core.atomic(self.conn, "the derived database"):
+            yield
+
+    def tree(self, root: str, create: bool = False) -> Tree | None:
+        if create:
+            self.conn.execute("INSERT OR IGNORE INTO code_trees (root) VALUES (?)", (root,))
+        row = self.conn.execute(
+            "SELECT id, root, indexed_at, files, lines FROM code_trees WHERE root = ?", (root,)
+        ).fetchone()
+        return None if row is None else Tree(*row)
+
+    def trees(self) -> list[Tree]:
+        return [
+            Tree(*r)
+            for r in self.conn.execute(
+                "SELECT id, root, indexed_at, files, lines FROM code_trees ORDER BY root"
+            )
+        ]
+
+    def finish_tree(
+        self, tree_id: int, at: str, edges_delta: int | None = None
+    ) -> None:
+        """Refresh the tree's totals; ``edges_delta`` (None: unchanged) moves the edge count."""
+        self.conn.execute(
+            "UPDATE code_trees SET indexed_at = ?, files = (SELECT count(*) FROM code_files WHERE"
+            " tree_id = ? AND status != 'skipped'), lines = (SELECT coalesce(sum(lines), 0) FROM code_files"
+            " WHERE tree_id = ?), symbols = (SELECT count(*) FROM code_symbols WHERE tree_id = ?) - (SELECT"
+            " count(*) FROM code_files WHERE tree_id = ? AND status != 'skipped'), edges = CASE WHEN ? IS NULL THEN edges ELSE max(edges + ?, 0) END"  # noqa: E501
+            " WHERE id = ?",
+            (at, tree_id, tree_id, tree_id, tree_id, edges_delta, edges_delta, tree_id),
         )
-    ]
 
+    def ranking_due(self, tree_id: int, changed_edges: int, share: float) -> bool:
+        """Add ``changed_edges`` to the edges changed since the last ranking; True when they
+        reach ``share`` of the tree's edges (then the caller ranks and calls ``ranked``)."""
+        self.conn.execute(
+            "UPDATE code_trees SET unranked = unranked + ? WHERE id = ?", (changed_edges, tree_id)
+        )
+        unranked, edges = self.conn.execute(
+            "SELECT unranked, edges FROM code_trees WHERE id = ?", (tree_id,)
+        ).fetchone()
+        return unranked > 0 and unranked >= share * edges
 
-def symbols_at(
-    conn: sqlite3.Connection, tree_id: int, path: str, lines: Iterable[int]
-) -> list[int]:
-    """The innermost symbol around each line of ``path`` (the module when none is)."""
-    rows = conn.execute(
-        "SELECT s.id, s.line, s.end_line, s.kind FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
-        " WHERE f.tree_id = ? AND f.path = ?",
-        (tree_id, path),
-    ).fetchall()
-    out = set()
-    for line in lines:
-        around = [r for r in rows if r[1] <= line <= r[2] or r[3] == "module"]
-        if around:
-            out.add(min(around, key=lambda r: (r[3] == "module", r[2] - r[1]))[0])
-    return sorted(out)
+    def ranked(self, tree_id: int, edges: int) -> None:
+        self.conn.execute("UPDATE code_trees SET unranked = 0, edges = ? WHERE id = ?", (edges, tree_id))
 
-
-def packages(conn: sqlite3.Connection, tree_id: int) -> list[tuple[str, str, int, int, int]]:
-    """(path, lang, lines, symbols, status) per parsed file, for grouping into packages."""
-    return conn.execute(
-        "SELECT f.path, f.lang, f.lines, (SELECT count(*) FROM code_symbols s WHERE s.file_id = f.id"
-        " AND s.kind != 'module'), f.status FROM code_files f WHERE f.tree_id = ?",
-        (tree_id,),
-    ).fetchall()
-
-
-def top_ranked(
-    conn: sqlite3.Connection,
-    tree_id: int,
-    limit: int,
-    kinds: tuple[str, ...] | None = None,
-    names: tuple[str, ...] | None = None,
-) -> list[SymbolRow]:
-    sql = f"SELECT {_SYM} WHERE s.tree_id = ?"
-    args: list = [tree_id]
-    if kinds:
-        sql += f" AND s.kind IN ({','.join('?' * len(kinds))})"
-        args += kinds
-    if names:
-        sql += f" AND s.name IN ({','.join('?' * len(names))})"
-        args += names
-    return [
-        SymbolRow(*r)
-        for r in conn.execute(sql + " ORDER BY s.rank DESC, s.id LIMIT ?", [*args, limit])
-    ]
-
-
-def module_files(conn: sqlite3.Connection, tree_id: int) -> list[tuple[int, str]]:
-    """(module symbol id, path) of every parsed file."""
-    return conn.execute(
-        "SELECT s.id, f.path FROM code_files f JOIN code_symbols s ON s.file_id = f.id"
-        " AND s.kind = 'module' WHERE f.tree_id = ?",
-        (tree_id,),
-    ).fetchall()
-
-
-def counts(conn: sqlite3.Connection, tree_id: int) -> dict[str, int]:
-    one = conn.execute
-    return {
-        "symbols": one("SELECT symbols FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
-        "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
-    }
-
-
-def snapshot(conn: sqlite3.Connection, tree_id: int) -> dict[str, set[tuple]]:
-    """The tree's graph keyed on values (paths, qualified names), never on row ids: two
-    indexes of the same files compare equal exactly when they built the same graph."""
-    return {
-        "files": set(
-            conn.execute(
-                "SELECT path, lang, module, hash, lines, status, note, exports"
-                " FROM code_files WHERE tree_id = ?",
+    def file_states(self, tree_id: int) -> dict[str, FileState]:
+        return {
+            r[0]: FileState(*r[1:])
+            for r in self.conn.execute(
+                "SELECT path, id, size, mtime_ns, hash, status FROM code_files WHERE tree_id = ?",
                 (tree_id,),
             )
-        ),
-        "symbols": set(
-            conn.execute(
-                "SELECT f.path, s.qname, s.kind, s.line, s.end_line, s.signature, p.qname, round(s.rank, 4)"
-                " FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
-                " LEFT JOIN code_symbols p ON p.id = s.parent_id WHERE s.tree_id = ?",
+        }
+
+    def touch_files(self, rows: Iterable[tuple[int, int, int]]) -> None:
+        """Store a new (size, mtime) for files whose content did not change."""
+        self.conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
+
+    def skipped(self, tree_id: int) -> list[SkippedFile]:
+        """Files skipped or indexed partially, by path."""
+        return [SkippedFile(*r) for r in self.conn.execute(
+            "SELECT path, status, note FROM code_files WHERE tree_id = ? AND status != 'ok' ORDER BY path",
+            (tree_id,),
+        )]
+
+    def delete_files(self, file_ids: Sequence[int]) -> int:
+        """Remove files and everything parsed from them, and every edge into or out of them
+        (returns how many edges went)."""
+        if not file_ids:
+            return 0
+        ids = _ids(self.conn, file_ids)
+        gone = self.conn.execute(f"DELETE FROM code_edges WHERE file_id IN ({ids})").rowcount
+        gone += self.conn.execute(
+            f"DELETE FROM code_edges WHERE dst_id IN"
+            f" (SELECT id FROM code_symbols WHERE file_id IN ({ids}))"
+        ).rowcount
+        for table in ("code_types", "code_file_refs", "code_ref_keys", "code_imports", "code_symbols"):
+            self.conn.execute(f"DELETE FROM {table} WHERE file_id IN ({ids})")
+        self.conn.execute(f"DELETE FROM code_files WHERE id IN ({ids})")
+        return gone
+
+    def tree_aliases(self, tree_id: int) -> str | None:
+        """The import aliases the tree was last indexed with (``marm.code.aliases.stamp``)."""
+        return self.conn.execute("SELECT aliases FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0]
+
+    def set_tree_aliases(self, tree_id: int, stamp: str) -> None:
+        self.conn.execute("UPDATE code_trees SET aliases = ? WHERE id = ?", (stamp, tree_id))
+
+    def clear_tree(self, tree_id: int) -> None:
+        for table in ("code_edges", "code_ref_keys", "code_imports", "code_symbols"):
+            self.conn.execute(f"DELETE FROM {table} WHERE tree_id = ?", (tree_id,))
+        for table in ("code_types", "code_file_refs"):
+            self.conn.execute(
+                f"DELETE FROM {table} WHERE file_id IN (SELECT id FROM code_files WHERE tree_id = ?)",
                 (tree_id,),
             )
-        ),
-        "edges": set(
-            conn.execute(
-                "SELECT a.qname, fa.path, b.qname, fb.path, e.kind, e.rule, e.confidence, e.line"
-                " FROM code_edges e JOIN code_symbols a ON a.id = e.src_id JOIN code_files fa ON fa.id = a.file_id"
-                " JOIN code_symbols b ON b.id = e.dst_id JOIN code_files fb ON fb.id = b.file_id"
-                " WHERE e.tree_id = ?",
+        self.conn.execute("DELETE FROM code_files WHERE tree_id = ?", (tree_id,))
+
+    def forget_tree(self, tree_id: int) -> None:
+        self.clear_tree(tree_id)
+        self.conn.execute("DELETE FROM code_trees WHERE id = ?", (tree_id,))
+
+    def add_skipped(
+        self, tree_id: int,
+        path: str,
+        lang: str,
+        size: int,
+        mtime_ns: int,
+        digest: str | None,
+        note: str,
+    ) -> None:
+        self.conn.execute(
+            "INSERT INTO code_files (tree_id, path, lang, size, mtime_ns, hash, status, note)"
+            " VALUES (?,?,?,?,?,?, 'skipped', ?)",
+            (tree_id, path, lang, size, mtime_ns, digest, note),
+        )
+
+    # -- what the resolver reads -------------------------------------------------------
+
+    def files_for_resolver(self, tree_id: int) -> list[tuple]:
+        """(id, path, lang, module, exports JSON) of every parsed file."""
+        return self.conn.execute(
+            "SELECT id, path, lang, module, exports FROM code_files WHERE tree_id = ?"
+            " AND status != 'skipped'",
+            (tree_id,),
+        ).fetchall()
+
+    def symbols_for_resolver(self, tree_id: int) -> list[tuple]:
+        """(id, file_id, parent_id, name, kind) of every symbol."""
+        return self.conn.execute(
+            "SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ? ORDER BY id",
+            (tree_id,),
+        ).fetchall()
+
+    def imports_for_resolver(self, tree_id: int) -> list[tuple]:
+        """(file_id, local, module, name, kind) in statement order."""
+        return self.conn.execute(
+            "SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
+            " ORDER BY file_id, line, rowid",
+            (tree_id,),
+        ).fetchall()
+
+    def bases_for_resolver(self, tree_id: int) -> list[tuple]:
+        """(class id, base name, receiver) of every base-class reference, in ref order."""
+        return _bases(
+            self.conn.execute(
+                "SELECT symbol_base, bases FROM code_file_refs WHERE bases IS NOT NULL AND file_id IN"
+                " (SELECT id FROM code_files WHERE tree_id = ?) ORDER BY first_id",
                 (tree_id,),
             )
-        ),
-    }
+        )
 
+    def symbol_brief(self, sid: int) -> tuple | None:
+        """(file_id, parent_id, name, kind) of one symbol."""
+        return self.conn.execute(
+            "SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)
+        ).fetchone()
 
-def symbols_named(
-    conn: sqlite3.Connection, names: Sequence[str], limit: int = 5
-) -> dict[str, list[tuple]]:
-    """For each name: up to ``limit`` (root, qname, kind, path, line), most central first.
-    A plain name matches symbol names; a dotted one a qualified name or its tail."""
-    out: dict[str, list[tuple]] = {}
-    for t in trees(conn):
-        for name in names:
-            for r in find_symbols(conn, t.id, name, limit=limit, exact_only=True):
-                if r.kind != "module":
-                    out.setdefault(name, []).append(
-                        (r.rank, t.root, r.qname, r.kind, r.path, r.line)
-                    )
-    return {
-        n: [row[1:] for row in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()
-    }
+    def symbols_with_name(self, tree_id: int, name: str) -> list[tuple]:
+        """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
+        return self.conn.execute(
+            "SELECT id, file_id, parent_id, kind FROM code_symbols WHERE tree_id = ? AND name = ?"
+            " ORDER BY id",
+            (tree_id, name),
+        ).fetchall()
+
+    def module_symbol(self, file_id: int) -> int | None:
+        row = self.conn.execute(
+            "SELECT id FROM code_symbols WHERE file_id = ? AND kind = 'module'", (file_id,)
+        ).fetchone()
+        return None if row is None else row[0]
+
+    def top_level(self, file_id: int, kinds: tuple[str, ...]) -> list[int]:
+        return [
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT s.id FROM code_symbols s JOIN code_symbols m ON m.id = s.parent_id AND m.kind = 'module'"
+                f" WHERE s.file_id = ? AND s.kind IN ({','.join('?' * len(kinds))}) ORDER BY s.id",
+                (file_id, *kinds),
+            )
+        ]
+
+    def imports_of(self, file_id: int) -> list[tuple]:
+        """(local, module, name, kind) of one file, in statement order."""
+        return self.conn.execute(
+            "SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
+            (file_id,),
+        ).fetchall()
+
+    def bases_in_file(self, file_id: int) -> list[tuple]:
+        """(class id, base name, receiver) of one file's base-class references."""
+        return _bases(
+            self.conn.execute(
+                "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
+                (file_id,),
+            )
+        )
+
+    def types_for_files(self, file_ids: Iterable[int]) -> list[tuple]:
+        """(file_id, scope_id, var, type) for typed receivers."""
+        ids = _ids(self.conn, file_ids)
+        return self.conn.execute(
+            f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})"
+        ).fetchall()
+
+    def all_refs(self, tree_id: int) -> list[tuple]:
+        """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
+        return list(_unpack(_file_refs(self.conn, *_tree_files(tree_id))))
+
+    def affected_refs(
+        self, tree_id: int,
+        file_ids: Iterable[int],
+        names: Iterable[str],
+        ref_files: dict[int, int],
+    ) -> list[tuple]:
+        """Refs in ``file_ids``, refs whose key is in ``names``, and the refs ``ref_files``
+        names (ref id -> its file), in id order."""
+        names = set(names)
+        whole = set(file_ids)
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM tmp_names")
+        self.conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((n,) for n in names))
+        keyed = {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT file_id FROM code_ref_keys WHERE tree_id = ? AND key IN"
+                " (SELECT name FROM temp.tmp_names)",
+                (tree_id,),
+            )
+        }
+        ids = _ids(self.conn, whole | keyed | set(ref_files.values()))
+        out = []
+        for fid, first, base, blob in _file_refs(self.conn, f"r.file_id IN ({ids})"):
+            refs = orjson.loads(blob)
+            picked: Iterable[tuple[int, Any]]
+            if fid in whole:
+                picked = enumerate(refs, first)
+            else:  # only some refs of this file: skip the others before unpacking them
+                picked = (
+                    (rid, r) for rid, r in enumerate(refs, first) if r[3] in names or rid in ref_files
+                )
+            for rid, (kind, scope, name, key, receiver, line) in picked:
+                out.append((rid, fid, base + scope, kind, name, key, receiver, line))
+        return out
+
+    def importers(self, tree_id: int, modules: Iterable[str]) -> set[int]:
+        """Files with an import statement naming one of ``modules``."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM tmp_names")
+        self.conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+        return {
+            r[0]
+            for r in self.conn.execute(
+                "SELECT DISTINCT file_id FROM code_imports WHERE tree_id = ? AND module IN"
+                " (SELECT name FROM temp.tmp_names)",
+                (tree_id,),
+            )
+        }
+
+    def shape(self, file_ids: Sequence[int]) -> Shape:
+        ids = _ids(self.conn, file_ids)
+        names: set[str] = set()
+        interface: set[tuple] = set()
+        for path, name in self.conn.execute(
+            f"SELECT DISTINCT f.path, s.name FROM code_symbols s JOIN code_files f"
+            f" ON f.id = s.file_id WHERE s.file_id IN ({ids})"
+        ):
+            names.add(name)
+            interface.add((path, "def", name))
+        modules = set()
+        for path, module, exports in self.conn.execute(
+            f"SELECT path, module, exports FROM code_files WHERE id IN ({ids})"
+        ):
+            if module:
+                modules.add(module)
+            for name in orjson.loads(exports) if exports else ():
+                names.add(name)
+                interface.add((path, "export", name))
+        for row in self.conn.execute(
+            f"SELECT f.path, i.local, i.module, i.name, i.kind FROM code_imports i"
+            f" JOIN code_files f ON f.id = i.file_id WHERE i.file_id IN ({ids})"
+        ):
+            interface.add((row[0], "import", *row[1:]))
+        qnames = dict(self.conn.execute(f"SELECT id, qname FROM code_symbols WHERE file_id IN ({ids})"))
+        bases = {
+            (qnames.get(r[2]), r[4], r[6])
+            for r in _unpack(_file_refs(self.conn, f"r.file_id IN ({ids})"))
+            if r[3] == "base"
+        }
+        classes = {
+            r[0]
+            for r in self.conn.execute(
+                f"SELECT qname FROM code_symbols WHERE file_id IN ({ids}) AND kind IN"
+                " ('class', 'interface', 'struct', 'trait', 'type')"
+            )
+        }
+        return Shape(names, modules, bases | {(c, None, None) for c in classes}, interface)
+
+    def reexporters(
+        self, tree_id: int, modules: Iterable[str]
+    ) -> list[tuple[int, str]]:
+        """(file id, module key) of files that import names from (or everything from) ``modules``:
+        the files through which a name can travel on to further importers."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
+        self.conn.execute("DELETE FROM tmp_names")
+        self.conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
+        return self.conn.execute(
+            "SELECT DISTINCT f.id, f.module FROM code_imports i JOIN code_files f ON f.id = i.file_id"
+            " WHERE i.tree_id = ? AND i.kind IN ('from', 'star') AND i.module IN (SELECT name FROM temp.tmp_names)",
+            (tree_id,),
+        ).fetchall()
+
+    def refs_into(self, file_ids: Sequence[int]) -> dict[int, int]:
+        """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
+        ids = _ids(self.conn, file_ids)
+        return dict(
+            self.conn.execute(
+                f"SELECT DISTINCT e.ref_id, e.file_id FROM code_edges e JOIN code_symbols s"
+                f" ON s.id = e.dst_id WHERE s.file_id IN ({ids})"
+            ).fetchall()
+        )
+
+    def delete_edges_of_refs(self, refs: Iterable[tuple[int, int]]) -> int:
+        """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
+        (file, ref): deleting a file's edges (``delete_files``) uses the same index."""
+        self.conn.execute(
+            "CREATE TEMP TABLE IF NOT EXISTS tmp_refs (file_id INTEGER, ref_id INTEGER,"
+            " PRIMARY KEY (file_id, ref_id))"
+        )
+        self.conn.execute("DELETE FROM tmp_refs")
+        self.conn.executemany("INSERT OR IGNORE INTO tmp_refs VALUES (?, ?)", refs)
+        return self.conn.execute(
+            "DELETE FROM code_edges WHERE rowid IN (SELECT e.rowid FROM temp.tmp_refs t"
+            " CROSS JOIN code_edges e ON e.file_id = t.file_id AND e.ref_id = t.ref_id)"
+        ).rowcount
+
+    def delete_tree_edges(self, tree_id: int) -> None:
+        self.conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
+
+    def add_edges(self, tree_id: int, rows: Sequence[tuple]) -> None:
+        """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
+        insert_rows(
+            self.conn,
+            "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
+            f" VALUES ({int(tree_id)},?,?,?,?,?,?,?,?)",
+            rows,
+        )
+
+    def edge_weights(self, tree_id: int) -> list[tuple[int, int, float]]:
+        return self.conn.execute(
+            "SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?", (tree_id,)
+        ).fetchall()
+
+    def set_ranks(self, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
+        """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""
+        self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_rank (id INTEGER PRIMARY KEY, rank REAL)")
+        self.conn.execute("DELETE FROM tmp_rank")
+        self.conn.executemany("INSERT INTO tmp_rank VALUES (?, ?)", ranks)
+        self.conn.execute(
+            "UPDATE code_symbols SET rank = 0 WHERE tree_id = ? AND rank != 0"
+            " AND id NOT IN (SELECT id FROM temp.tmp_rank)",
+            (tree_id,),
+        )
+        self.conn.execute(
+            "UPDATE code_symbols SET rank = t.rank FROM temp.tmp_rank t WHERE code_symbols.id = t.id"
+            " AND code_symbols.rank != t.rank"
+        )
+
+    def find_symbols(
+        self, tree_id: int,
+        query: str,
+        kind: str | None = None,
+        limit: int = 20,
+        exact_only: bool = False,
+    ) -> list[SymbolRow]:
+        """Symbols named ``query``: exact name or qualified name (or its dotted tail) first,
+        then (unless ``exact_only``) names containing it; each group by centrality."""
+        kind_sql = " AND s.kind = ?" if kind else ""
+        extra = [kind] if kind else []
+        out: dict[int, SymbolRow] = {}
+
+        def take(sql: str, args: list) -> None:
+            for r in self.conn.execute(
+                f"SELECT {_SYM} WHERE s.tree_id = ?{kind_sql} AND {sql}"
+                " ORDER BY +s.rank DESC, f.path, s.line LIMIT ?",  # + : filter by name first
+                [tree_id, *extra, *args, limit],
+            ):
+                if len(out) < limit:
+                    out.setdefault(r[0], SymbolRow(*r))
+
+        if "." in query or "/" in query:
+            # a qualified name ends in the symbol's name (a module's: its last dotted part,
+            # or its file name for path keys): the name index finds it, no qname index
+            names = [query.rsplit(".", 1)[-1], posixpath.basename(query)]
+            take("s.name IN (?, ?) AND s.qname = ?", [*names, query])
+            tail = query.replace("/", ".").rsplit(".", 1)[-1]
+            if len(out) < limit and tail:  # the name index narrows, then the dotted tail filters
+                take(
+                    "s.name = ? AND (s.qname LIKE ? ESCAPE '\\' OR s.qname LIKE ? ESCAPE '\\')",
+                    [tail, "%." + _like(query), "%/" + _like(query)],
+                )
+        else:
+            take("s.name = ? AND s.kind != 'module'", [query])
+            take("s.name = ?", [query])
+        if not exact_only and len(out) < limit:
+            take(
+                "s.name LIKE ? ESCAPE '\\' AND s.kind != 'module'",
+                ["%" + _like(query.rsplit(".", 1)[-1]) + "%"],
+            )
+        return list(out.values())
+
+    def find_files(
+        self, tree_id: int, query: str, limit: int = 10
+    ) -> list[FileRow]:
+        rows = self.conn.execute(
+            "SELECT f.path, f.lang, f.lines, f.status, (SELECT count(*) FROM code_symbols s WHERE"
+            " s.file_id = f.id) FROM code_files f WHERE f.tree_id = ? AND f.path LIKE ? ESCAPE '\\'"
+            " ORDER BY (f.path = ?) DESC, length(f.path), f.path LIMIT ?",
+            (tree_id, "%" + _like(query) + "%", query, limit),
+        ).fetchall()
+        return [FileRow(*r) for r in rows]
+
+    def symbols_by_id(self, ids: Iterable[int]) -> dict[int, SymbolRow]:
+        idl = _ids(self.conn, ids)
+        return {r[0]: SymbolRow(*r) for r in self.conn.execute(f"SELECT {_SYM} WHERE s.id IN ({idl})")}
+
+    def edges_touching(
+        self, ids: Iterable[int],
+        direction: str,
+        kinds: tuple[str, ...],
+        limit: int = 100_000,
+    ) -> list[EdgeRow]:
+        """Edges out of (``callees``) or into (``callers``) the given symbols, the most
+        confident first."""
+        idl = _ids(self.conn, ids)
+        column = "src_id" if direction == "callees" else "dst_id"
+        marks = ",".join("?" * len(kinds))
+        return [
+            EdgeRow(*r)
+            for r in self.conn.execute(
+                f"SELECT e.src_id, e.dst_id, e.kind, e.rule, e.confidence, f.path, e.line FROM code_edges e"
+                f" JOIN code_files f ON f.id = e.file_id WHERE e.{column} IN ({idl}) AND e.kind IN ({marks})"
+                " ORDER BY e.confidence DESC, f.path, e.line LIMIT ?",
+                (*kinds, limit),
+            )
+        ]
+
+    def symbols_at(
+        self, tree_id: int, path: str, lines: Iterable[int]
+    ) -> list[int]:
+        """The innermost symbol around each line of ``path`` (the module when none is)."""
+        rows = self.conn.execute(
+            "SELECT s.id, s.line, s.end_line, s.kind FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+            " WHERE f.tree_id = ? AND f.path = ?",
+            (tree_id, path),
+        ).fetchall()
+        out = set()
+        for line in lines:
+            around = [r for r in rows if r[1] <= line <= r[2] or r[3] == "module"]
+            if around:
+                out.add(min(around, key=lambda r: (r[3] == "module", r[2] - r[1]))[0])
+        return sorted(out)
+
+    def packages(self, tree_id: int) -> list[FileSize]:
+        """Every file's size, for grouping into packages."""
+        return [FileSize(*r) for r in self.conn.execute(
+            "SELECT f.path, f.lang, f.lines, (SELECT count(*) FROM code_symbols s WHERE s.file_id = f.id"
+            " AND s.kind != 'module'), f.status FROM code_files f WHERE f.tree_id = ?",
+            (tree_id,),
+        )]
+
+    def top_ranked(
+        self, tree_id: int,
+        limit: int,
+        kinds: tuple[str, ...] | None = None,
+        names: tuple[str, ...] | None = None,
+    ) -> list[SymbolRow]:
+        sql = f"SELECT {_SYM} WHERE s.tree_id = ?"
+        args: list = [tree_id]
+        if kinds:
+            sql += f" AND s.kind IN ({','.join('?' * len(kinds))})"
+            args += kinds
+        if names:
+            sql += f" AND s.name IN ({','.join('?' * len(names))})"
+            args += names
+        return [
+            SymbolRow(*r)
+            for r in self.conn.execute(sql + " ORDER BY s.rank DESC, s.id LIMIT ?", [*args, limit])
+        ]
+
+    def module_files(self, tree_id: int) -> list[ModuleFile]:
+        """The module symbol of every parsed file, with the file's path."""
+        return [ModuleFile(*r) for r in self.conn.execute(
+            "SELECT s.id, f.path FROM code_files f JOIN code_symbols s ON s.file_id = f.id"
+            " AND s.kind = 'module' WHERE f.tree_id = ?",
+            (tree_id,),
+        )]
+
+    def counts(self, tree_id: int) -> dict[str, int]:
+        one = self.conn.execute
+        return {
+            "symbols": one("SELECT symbols FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
+            "edges": one("SELECT edges FROM code_trees WHERE id = ?", (tree_id,)).fetchone()[0],
+        }
+
+    def snapshot(self, tree_id: int) -> dict[str, set[tuple]]:
+        """The tree's graph keyed on values (paths, qualified names), never on row ids: two
+        indexes of the same files compare equal exactly when they built the same graph."""
+        return {
+            "files": set(
+                self.conn.execute(
+                    "SELECT path, lang, module, hash, lines, status, note, exports"
+                    " FROM code_files WHERE tree_id = ?",
+                    (tree_id,),
+                )
+            ),
+            "symbols": set(
+                self.conn.execute(
+                    "SELECT f.path, s.qname, s.kind, s.line, s.end_line, s.signature, p.qname, round(s.rank, 4)"
+                    " FROM code_symbols s JOIN code_files f ON f.id = s.file_id"
+                    " LEFT JOIN code_symbols p ON p.id = s.parent_id WHERE s.tree_id = ?",
+                    (tree_id,),
+                )
+            ),
+            "edges": set(
+                self.conn.execute(
+                    "SELECT a.qname, fa.path, b.qname, fb.path, e.kind, e.rule, e.confidence, e.line"
+                    " FROM code_edges e JOIN code_symbols a ON a.id = e.src_id JOIN code_files fa ON fa.id = a.file_id"
+                    " JOIN code_symbols b ON b.id = e.dst_id JOIN code_files fb ON fb.id = b.file_id"
+                    " WHERE e.tree_id = ?",
+                    (tree_id,),
+                )
+            ),
+        }
+
+    def symbols_named(
+        self, names: Sequence[str], limit: int = 5
+    ) -> dict[str, list[tuple]]:
+        """For each name: up to ``limit`` (root, qname, kind, path, line), most central first.
+        A plain name matches symbol names; a dotted one a qualified name or its tail."""
+        out: dict[str, list[tuple]] = {}
+        for t in self.trees():
+            for name in names:
+                for r in self.find_symbols(t.id, name, limit=limit, exact_only=True):
+                    if r.kind != "module":
+                        out.setdefault(name, []).append(
+                            (r.rank, t.root, r.qname, r.kind, r.path, r.line)
+                        )
+        return {
+            n: [row[1:] for row in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()
+        }

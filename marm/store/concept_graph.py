@@ -17,8 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from marm.concepts.model import TYPE_RANK, Extraction
-from marm.store import derived
+from marm.store import core, derived
 from marm.store.db import now
 
 PART = derived.SchemaPart(
@@ -63,6 +62,54 @@ PART = derived.SchemaPart(
     );
     """,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Mention:
+    key: str  # normalised: lower case, head lemma, no surrounding punctuation
+    name: str  # how people read it; identifiers keep their exact text
+    type: (
+        str  # concept | decision | error | tool | person | org | place | file | symbol | flag | url
+    )
+    salience: float  # 0..1: how much this memory is about it
+
+
+@dataclass(frozen=True, slots=True)
+class Relation:
+    source: str  # mention keys
+    predicate: str
+    target: str
+    weight: float
+
+
+@dataclass(frozen=True, slots=True)
+class Extraction:
+    """One memory's contribution, as an extractor produced it."""
+
+    mentions: tuple[Mention, ...] = ()
+    relations: tuple[Relation, ...] = ()
+
+
+
+#: When two types name one key, the more specific one wins.
+TYPE_RANK = {
+    t: i
+    for i, t in enumerate(
+        (
+            "file",
+            "symbol",
+            "flag",
+            "url",
+            "person",
+            "error",
+            "tool",
+            "decision",
+            "org",
+            "place",
+            "concept",
+        )
+    )
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +161,8 @@ class Graph:
 
     @contextmanager
     def write(self) -> Iterator[None]:
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
+        with core.atomic(self.conn, "the derived database"):
             yield
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
 
     def reset(self) -> None:
         """Drop and recreate every table of the part (a full rebuild starts here)."""
@@ -408,4 +450,4 @@ class Graph:
                 (memory_id,),
             )
         ]
-        return keys, edges  # type: ignore[return-value]
+        return keys, edges

@@ -9,13 +9,11 @@ on values, so a rebuild cannot undo them.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
-from marm.errors import StoreError
-from marm.store.db import BUSY_TIMEOUT_MS
+from marm.store import core
 from marm.store.migrations import _run
 
 
@@ -29,23 +27,17 @@ class SchemaPart:
 
 def connect(path: Path, *parts: SchemaPart) -> sqlite3.Connection:
     """Open the derived database (WAL, autocommit) and make sure ``parts`` are current."""
+    conn = core.connect(path, "derived database")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        if not path.exists():
-            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
-        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                               check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("CREATE TABLE IF NOT EXISTS schema_parts (name TEXT PRIMARY KEY, version INTEGER NOT NULL)")
         for part in parts:
             ensure(conn, part)
     except sqlite3.DatabaseError as exc:
-        raise StoreError(f"cannot use the derived database at {path}: {exc}") from None
-    except OSError as exc:
-        raise StoreError(f"cannot create the derived database at {path}: {exc.strerror}") from None
+        conn.close()
+        raise core.describe(exc, path, "derived database") from None
+    except BaseException:
+        conn.close()
+        raise
     return conn
 
 
@@ -53,15 +45,10 @@ def ensure(conn: sqlite3.Connection, part: SchemaPart) -> None:
     row = conn.execute("SELECT version FROM schema_parts WHERE name = ?", (part.name,)).fetchone()
     if row is not None and row[0] == part.version:
         return
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with core.atomic(conn, "the derived database"):
         row = conn.execute("SELECT version FROM schema_parts WHERE name = ?", (part.name,)).fetchone()
         if row is None or row[0] != part.version:
             _create(conn, part)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def _create(conn: sqlite3.Connection, part: SchemaPart) -> None:
@@ -77,10 +64,5 @@ def _create(conn: sqlite3.Connection, part: SchemaPart) -> None:
 
 def reset(conn: sqlite3.Connection, part: SchemaPart) -> None:
     """Drop and recreate one part's tables (a full rebuild starts here)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
+    with core.atomic(conn, "the derived database"):
         _create(conn, part)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise

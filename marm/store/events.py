@@ -52,7 +52,7 @@ def append(
 
 
 def _event(row: tuple) -> Event:
-    return Event(*row[:12], detail=orjson.loads(row[12]))
+    return Event(*row[:12], detail=orjson.loads(row[12]))  # type: ignore[misc]  # the row is the leading fields
 
 
 _COLUMNS = (

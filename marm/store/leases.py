@@ -67,7 +67,7 @@ def info(store: Store, name: str) -> LeaseInfo | None:
     ).fetchone()
     if row is None:
         return None
-    return LeaseInfo(*row[:5], progress=orjson.loads(row[5]), alive=_pid_alive(row[2]))
+    return LeaseInfo(*row[:5], progress=orjson.loads(row[5]), alive=_pid_alive(row[2]))  # type: ignore[misc]  # the row is the leading fields
 
 
 def all_leases(store: Store) -> list[LeaseInfo]:

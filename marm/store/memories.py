@@ -31,7 +31,7 @@ VISIBLE_STATUSES = ("active", "doubted")
 
 
 def to_memory(row: Sequence[Any]) -> Memory:
-    return Memory(*row[:14], metadata=orjson.loads(row[14]) if row[14] else {})
+    return Memory(*row[:14], metadata=orjson.loads(row[14]) if row[14] else {})  # type: ignore[misc]  # the row is the leading fields
 
 
 @dataclass(frozen=True, slots=True)

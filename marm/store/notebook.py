@@ -14,7 +14,7 @@ def _entry(store: Store, row: tuple) -> NotebookEntry:
             "SELECT session FROM notebook_active WHERE name = ? ORDER BY session", (row[0],)
         )
     )
-    return NotebookEntry(*row, active_in=active)
+    return NotebookEntry(*row, active_in=active)  # type: ignore[misc]  # the row is the leading fields
 
 
 def get(store: Store, name: str) -> NotebookEntry | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marm.store import events
+from marm.store import events, memories
 from marm.store.db import Store, now
 from marm.store.records import Session
 
@@ -43,8 +43,6 @@ def get(store: Store, name: str) -> Session | None:
 def delete(store: Store, name: str) -> int:
     """Delete a session with its memories, log rows and notebook activations; return
     how many memories went. Each memory's deletion is its own event."""
-    from marm.store import memories
-
     ids = [r[0] for r in store.conn.execute("SELECT id FROM memories WHERE session = ?", (name,))]
     with store.write() as conn:
         for memory_id in ids:

@@ -28,6 +28,7 @@ import orjson
 from marm.store import events, memories, outbox
 from marm.store.db import Store
 from marm.store.records import Memory
+from marm.text import content_hash
 
 #: Simple tables: export type -> (table, columns, key columns). Import inserts a row
 #: whose key is not taken and leaves an existing one alone (the local verdict stands).
@@ -201,8 +202,6 @@ def insert_log(store: Store, record: dict[str, Any], log_id: int, memory_id: int
 
 def put_notebook(store: Store, record: dict[str, Any]) -> bool:
     """Add a notebook entry, or take the file's text when it is newer; True if changed."""
-    from marm.text import content_hash
-
     row = store.conn.execute("SELECT content, updated_at FROM notebook WHERE name = ?",
                              (record["name"],)).fetchone()
     if row is not None and (row[1] >= record["updated_at"] or row[0] == record["content"]):

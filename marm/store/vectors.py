@@ -19,7 +19,6 @@ the float32 matrix, memory-mapped on read. The files are derived and disposable:
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import struct
 from collections.abc import Iterable, Sequence
@@ -29,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from marm.store import events
+from marm.store import events, outbox
 from marm.store.db import Store
 
 MAGIC = b"MARMVEC1"
@@ -247,115 +246,8 @@ def load(store: Store, home: Path, model: str, dim: int, project: str | None) ->
     return [(ids, matrix), (d_ids, d_matrix)]
 
 
-def session_neighbours(store: Store, memory_ids: Iterable[int]) -> tuple[dict[int, int], dict[int, int], set[int]]:
-    """``({id: memory just before it}, {id: memory just after it}, {ids that ask})`` in
-    their session and project.
-
-    Memories of one session are a conversation: the one before often holds the question
-    or the problem a memory answers, the one after its consequence; a memory that asks
-    something (its text holds a "?") is answered by the one after it. Memories without a
-    session, or at its edge, are left out of the respective map.
-    """
-    ids = list(dict.fromkeys(memory_ids))
-    before: dict[int, int] = {}
-    after: dict[int, int] = {}
-    asking: set[int] = set()
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        for mid, prev, nxt, asks in store.conn.execute(
-            "SELECT m.id,"
-            " (SELECT max(p.id) FROM memories p WHERE p.session = m.session AND p.id < m.id"
-            "  AND p.project IS m.project),"
-            " (SELECT min(n.id) FROM memories n WHERE n.session = m.session AND n.id > m.id"
-            "  AND n.project IS m.project),"
-            " instr(m.content, '?') > 0"
-            f" FROM memories m WHERE m.id IN ({','.join('?' * len(part))}) AND m.session IS NOT NULL",
-            part,
-        ):
-            if prev is not None:
-                before[mid] = prev
-            if nxt is not None:
-                after[mid] = nxt
-            if asks:
-                asking.add(mid)
-    return before, after, asking
-
-
-def visible(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, Any]:
-    """The memories among ``memory_ids`` that ``flt`` (a ``memories.Filter``) lets a recall see."""
-    from marm.store.memories import COLUMNS, to_memory
-
-    ids = list(dict.fromkeys(int(i) for i in memory_ids))
-    where, args = flt.where()
-    out: dict[int, Any] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        rows = store.conn.execute(
-            f"SELECT {COLUMNS} FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(part))})"
-            f" AND {where}", [*part, *args]).fetchall()
-        out.update((r[0], to_memory(r)) for r in rows)
-    return out
-
-
-def allowed_ids(store: Store, flt: Any) -> list[int]:
-    """Every memory id ``flt`` lets a recall see (for narrow filters: session, kind, as-of)."""
-    where, args = flt.where()
-    return [r[0] for r in store.conn.execute(f"SELECT m.id FROM memories m WHERE {where}", args)]
-
-
-def word_stats(store: Store, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
-    """(memories indexed, {term: memories containing it}) from the word index, for IDF."""
-    counts: dict[str, int] = {}
-    for term in terms:
-        counts[term] = int(store.conn.execute(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (_phrase(term),)).fetchone()[0])
-    return indexed(store), counts
-
-
-def indexed(store: Store) -> int:
-    """How many memories the word index holds: FTS5's own count, the first varint of its
-    averages record (row 1 of its data table), which bm25's IDF uses too. One row read;
-    counting ``memories`` walks a whole index (milliseconds at 100k memories)."""
-    row = store.conn.execute("SELECT block FROM memories_fts_data WHERE id = 1").fetchone()
-    value = 0
-    for i, byte in enumerate(bytes(row[0])[:9] if row and row[0] else b""):
-        if i == 8:  # SQLite varint: seven bits a byte, high bit set = more; a ninth byte is whole
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            return value
-    return value
-
-
-def common_terms(store: Store, flt: Any, terms: Sequence[str], share: float) -> list[str]:
-    """The ``terms`` that more than ``share`` of the memories ``flt`` lets a recall see
-    contain (``n > int(share * in_scope)``).
-
-    Counting the memories in scope walks an index (15 ms at 100k), so nothing is counted
-    further than the answer needs: a term's matches in scope up to the bound the whole
-    index allows (past it, the term is common whatever the scope holds), then the scope
-    only up to the size at which those matches stop being common.
-    """
-    where, args = flt.where()
-    ceiling = int(share * indexed(store))  # the bound if every memory were in scope
-    found: dict[str, int] = {}
-    for term in terms:
-        found[term] = int(store.conn.execute(
-            f"SELECT count(*) FROM (SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} LIMIT ?)", [_phrase(term), *args, ceiling + 1]).fetchone()[0])
-    need = max((n for n in found.values() if n <= ceiling), default=0)
-    enough = int(need / share) + 1 if need else 0
-    while need and int(share * enough) < need:  # the scope size whose bound reaches every count
-        enough += 1
-    scope = int(store.conn.execute(f"SELECT count(*) FROM (SELECT 1 FROM memories m WHERE {where} LIMIT ?)",
-                                   [*args, enough]).fetchone()[0]) if enough else 0
-    return [t for t, n in found.items() if n > ceiling or (n and n > int(share * scope))]
-
-
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
     """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
-    from marm.store import outbox
-
     todo = memories_to_embed(store, model, everything)
     with store.write():
         for memory_id, content_hash in todo:
@@ -363,139 +255,3 @@ def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
         events.append(store, "vectors.reindex", "vectors", model,
                       detail={"queued": len(todo), "everything": everything})
     return len(todo)
-
-
-def valid_between(store: Store, flt: Any, start: str, end: str, limit: int) -> list[int]:
-    """Ids of memories in ``flt`` whose validity time (valid_from, else recorded_at) lies
-    in [start, end): candidates for a query that names a date. (``INDEXED BY``: the
-    planner otherwise walks the scope index over every memory of the project.)"""
-    where, args = flt.where()
-    return [r[0] for r in store.conn.execute(
-        f"SELECT m.id FROM memories m INDEXED BY memories_validity"
-        f" WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
-        f" AND coalesce(m.valid_from, m.recorded_at) < ? AND {where} ORDER BY m.id DESC LIMIT ?",
-        [start, end, *args, limit])]
-
-
-#: FTS5's bm25 k1: one term adds less than ``(k1 + 1) * idf`` to a memory's score.
-BM25_K1 = 1.2
-
-
-def _phrase(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _idf(total: int, n: int) -> float:
-    """A term's IDF as FTS5's bm25 computes it."""
-    return max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
-
-
-def _common(terms: Sequence[str], total: int, df: dict[str, int], inner: int) -> list[str]:
-    """The most common ``terms`` that are worth ranking without (see ``_best_matches``).
-
-    Their summed bound must stay below an estimate of the ``inner``-th best score: what
-    a memory holding each rarer term once at average length scores (the sum of their
-    IDFs), but no more than ``log(total / inner)``, above which fewer than ``inner``
-    memories would hold such terms if words were independent. A wrong guess costs a
-    second ranking, never a wrong answer. Only terms in more than ``inner`` memories
-    are worth it, and the rarer terms must be in at least ``inner`` memories.
-    """
-    ranked = sorted((t for t in terms if df.get(t, 0) > inner), key=lambda t: -df[t])
-    rest = sum(_idf(total, df[t]) for t in terms if df.get(t, 0))
-    cap = math.log(max(1.0, total / inner))
-    common: list[str] = []
-    bound = 0.0
-    for term in ranked:
-        idf = _idf(total, df[term])
-        if (bound + (BM25_K1 + 1) * idf >= min(rest - idf, cap)
-                or sum(df.get(t, 0) for t in terms if t not in common and t != term) < inner):
-            break
-        common.append(term)
-        bound += (BM25_K1 + 1) * idf
-        rest -= idf
-    return common
-
-
-def _best_matches(store: Store, terms: Sequence[str], total: int, df: dict[str, int],
-                  inner: int) -> list[tuple[int, float]]:
-    """The ``inner`` best ``(rowid, bm25)`` matches of the OR of ``terms`` in the whole index.
-
-    FTS5 computes bm25 for every match (about a microsecond each; a common word is in
-    tens of thousands of memories at 100k). bm25 is a sum of one part per term, each
-    below ``(k1 + 1) * idf``, so a memory holding only common terms C scores below the
-    sum of their bounds. The memories holding a rarer term are ranked first, in two
-    queries (with C and without it) whose bm25 is the full query's: the same phrases,
-    and an absent phrase adds nothing. When ``inner`` of them score above C's bound, no
-    memory with only C can enter the list and it is exact; otherwise the full query runs.
-    ``bm25()`` rather than ``rank``: FTS5's sorter statement costs a third more a match.
-    """
-    sql = ("SELECT rowid, bm25(memories_fts) AS r FROM memories_fts WHERE memories_fts MATCH ?"
-           " ORDER BY r LIMIT ?")
-    common = _common(terms, total, df, inner)
-    if common:
-        rare = " OR ".join(_phrase(t) for t in terms if t not in common)
-        some = " OR ".join(_phrase(t) for t in common)
-        rows = sorted([*store.conn.execute(sql, (f"({rare}) AND ({some})", inner)),
-                       *store.conn.execute(sql, (f"({rare}) NOT ({some})", inner))], key=lambda r: r[1])
-        bound = sum((BM25_K1 + 1) * _idf(total, df[t]) for t in common)
-        if len(rows) >= inner and -rows[inner - 1][1] > bound * (1 + 1e-9):
-            return rows[:inner]
-    return store.conn.execute(sql, (" OR ".join(_phrase(t) for t in terms), inner)).fetchall()
-
-
-def word_matches(store: Store, terms: Sequence[str], flt: Any, limit: int,
-                 stats: tuple[int, dict[str, int]] | None = None) -> list[tuple[int, float]]:
-    """(memory id, -bm25) of the best matches of any of ``terms``: the BM25 lane without
-    building records. ``stats`` is ``word_stats(store, terms)`` if the caller has it.
-
-    FTS5 ranks its matches first (``_best_matches``), and only the best few times
-    ``limit`` are joined to the filter; if the filter leaves too few of them (most
-    matches in other projects), the full join runs.
-    """
-    import sqlite3
-
-    if not terms:
-        return []
-    total, df = stats or word_stats(store, terms)
-    where, args = flt.where()
-    inner = limit * 4
-    expression = " OR ".join(_phrase(t) for t in terms)
-    try:
-        best = _best_matches(store, terms, total, df, inner)
-        rows: list[Any] = []
-        for start in range(0, len(best), limit):  # best first: usually one look-up of ``limit``
-            part = best[start : start + limit]
-            seen = {r[0] for r in store.conn.execute(
-                f"SELECT m.id FROM memories m NOT INDEXED WHERE m.id IN ({','.join('?' * len(part))})"
-                f" AND {where}", [*(r[0] for r in part), *args])}
-            rows.extend(r for r in part if r[0] in seen)
-            if len(rows) >= limit:
-                break
-        rows = rows[:limit]
-        if len(rows) < limit and store.conn.execute(
-                "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (expression,)
-        ).fetchone()[0] > inner:
-            rows = store.conn.execute(
-                f"SELECT m.id, bm25(memories_fts) AS rank FROM memories_fts"
-                f" JOIN memories m ON m.id = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY rank LIMIT ?",
-                [expression, *args, limit]).fetchall()
-    except sqlite3.OperationalError:
-        return []
-    return [(r[0], -float(r[1])) for r in rows]
-
-
-def scoring_rows(store: Store, memory_ids: Iterable[int], flt: Any) -> dict[int, tuple[str, str]]:
-    """``{id: (content, validity time)}`` of the memories ``flt`` lets a recall see: what
-    the hybrid score reads, without building full records for every candidate.
-    (``NOT INDEXED``: look the ids up by rowid; the planner otherwise walks the scope
-    index over every memory of the project.)"""
-    ids = list(dict.fromkeys(int(i) for i in memory_ids))
-    where, args = flt.where()
-    out: dict[int, tuple[str, str]] = {}
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        out.update((r[0], (r[1], r[2])) for r in store.conn.execute(
-            f"SELECT m.id, m.content, coalesce(m.valid_from, m.recorded_at) FROM memories m NOT INDEXED"
-            f" WHERE m.id IN ({','.join('?' * len(part))}) AND {where}", [*part, *args]))
-    return out

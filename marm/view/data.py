@@ -16,7 +16,7 @@ from typing import Any
 
 from marm import __version__, config
 from marm.errors import MarmError
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.scope import display
 from marm.store import events, memories, outbox
 from marm.store.memories import Filter

@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, urlsplit
 import orjson
 
 from marm.errors import MarmError
-from marm.ops.context import Ctx
+from marm.context import Ctx
 
 #: Largest request body accepted (an action's arguments are a few ids and words).
 MAX_BODY = 64 * 1024

@@ -39,7 +39,7 @@ def note(rng: random.Random, i: int) -> str:
 
 def fill(home: Path, n: int) -> None:
     os.environ["MARM_HOME"] = str(home)
-    from marm.ops.context import Ctx
+    from marm.context import Ctx
     from marm.ops.memory import write_memory
 
     rng = random.Random(n)

@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from marm.code.index import default_workers, index_tree  # noqa: E402
+from marm.context import Ctx  # noqa: E402
 from marm.ops import code as code_ops  # noqa: E402
-from marm.ops.context import Ctx  # noqa: E402
 from marm.store import code_graph  # noqa: E402
 
 _IGNORE = shutil.ignore_patterns("site-packages", "__pycache__", "node_modules", ".git", "*.pyc")
@@ -87,9 +87,9 @@ def full_index(root: Path, scratch: Path, workers: int, runs: int) -> dict:
     walls, cpus, report = [], [], None
     for i in range(runs):
         home = scratch / f"home-{root.name}-{workers}-{i}"
-        conn = code_graph.connect(home)
-        wall, cpu, report = timed(lambda c=conn: index_tree(c, root, workers=workers))
-        conn.close()
+        graph = code_graph.CodeGraph.open(home)
+        wall, cpu, report = timed(lambda c=graph: index_tree(c, root, workers=workers))
+        graph.close()
         walls.append(wall)
         cpus.append(cpu)
     wall, cpu = statistics.median(walls), statistics.median(cpus)
@@ -123,8 +123,8 @@ def bench_tree(name: str, source: Path, scratch: Path, runs: int) -> dict:
     one = full_index(root, scratch, 1, runs)
     auto = full_index(root, scratch, default_workers(), runs) if default_workers() > 1 else one
     home = Path(one["home"])
-    conn = code_graph.connect(home)
-    nochange = [timed(lambda: index_tree(conn, root))[0] for _ in range(max(runs, 5))]
+    graph = code_graph.CodeGraph.open(home)
+    nochange = [timed(lambda: index_tree(graph, root))[0] for _ in range(max(runs, 5))]
     target = pick_edit_file(root)
     edits = []
     for i in range(max(runs, 5)):
@@ -134,12 +134,12 @@ def bench_tree(name: str, source: Path, scratch: Path, runs: int) -> dict:
                 if target.suffix == ".py"
                 else f"\n\nexport function benchAdded{i}(): number {{ return {i}; }}\n"
             )
-        wall, _, report = timed(lambda: index_tree(conn, root))
+        wall, _, report = timed(lambda: index_tree(graph, root))
         assert report.parsed == 1, report
         edits.append(wall)
-    tree = code_graph.tree(conn, str(root))
-    ranked = code_graph.top_ranked(conn, tree.id, 1_000_000, kinds=("function", "method"))
-    conn.close()
+    tree = graph.tree(str(root))
+    ranked = graph.top_ranked(tree.id, 1_000_000, kinds=("function", "method"))
+    graph.close()
     central, typical = ranked[0], ranked[len(ranked) // 2]
     ctx = Ctx(source="cli", cwd=root, env={**os.environ, "MARM_HOME": str(home)})
     latency = {}

@@ -131,7 +131,7 @@ def measure(extractor, texts: list[str], repeat: int) -> dict:
 def drain_end_to_end(texts: list[str]) -> dict:
     """Write the texts as memories into a scratch store and time ``marm drain`` on them."""
     from marm import drain as drain_engine
-    from marm.ops.context import Ctx
+    from marm.context import Ctx
     from marm.ops.memory import write_memory
 
     home = Path(tempfile.mkdtemp(prefix="marm-bench-concepts-"))

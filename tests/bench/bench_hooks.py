@@ -40,7 +40,7 @@ def command() -> list[str]:
 def populate(home: Path, work: Path, n: int) -> tuple[Path, int]:
     """``n`` memories over five repositories; returns the main repo and the id of the
     memory the benchmark prompt is about."""
-    from marm.ops.context import Ctx
+    from marm.context import Ctx
     from marm.ops.memory import write_memory
 
     rng = random.Random(7)

@@ -97,7 +97,7 @@ import os, sys, time, random
 sys.path.insert(0, {str(ROOT)!r})
 os.sched_setaffinity(0, {{sorted(os.sched_getaffinity(0))[0]}})
 os.environ["MARM_HOME"] = {str(home)!r}
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm import drain, embed
 from tests.bench.bench_recall import note

@@ -24,8 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from marm.context import Ctx
 from marm.ops import review
-from marm.ops.context import Ctx
 from marm.ops.memory import recall, write_memory
 from marm.ops.transfer import export, import_
 

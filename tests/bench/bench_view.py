@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.ops.view import view
 

@@ -137,7 +137,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="marm-locomo-cwd-"))
 
     from marm import drain
-    from marm.ops.context import Ctx
+    from marm.context import Ctx
 
     ctx = Ctx(source="import", cwd=work, env=dict(os.environ))
     index = home / "locomo-dia.json"

@@ -1,11 +1,16 @@
-"""`marm code ...` in real subprocesses on the fixture repository."""
+"""`marm code ...` through the CLI, in-process, on the fixture repository."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.code_repo import write_repo
-from tests.helpers import git_init
+from tests.helpers import git_init, invoke_marm
+
+
+@pytest.fixture
+def marm():
+    return invoke_marm
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""The concept commands through the real CLI: drain, verdicts that survive a rebuild of
+"""The concept commands through the CLI (in-process: one spaCy load for the file, not one
+per command): drain, verdicts that survive a rebuild of
 the derived database, scoped recall, and a recall that needs no model."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import sys
 import pytest
 
 from marm import config
-from tests.helpers import git_init, run_marm
+from tests.helpers import git_init, invoke_marm
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +22,7 @@ NOTES = [
 
 
 def _ok(*args, **kw):
-    r = run_marm(*args, **kw)
+    r = invoke_marm(*args, **kw)
     assert r.code == 0, r.err
     return r.json()
 
@@ -65,8 +66,12 @@ def test_remove_and_merge_survive_a_rebuild_from_an_empty_derived_db(tmp_path, m
         ("exporter", "depends_on", "task queue"),
     } <= depends
 
+    _ok("log", "The WriteQueue class owns the write queue of the indexer.", cwd=tmp_path)
+    _ok("drain", "--kind", "concepts", cwd=tmp_path)
     review = _ok("concepts", "review", cwd=tmp_path)
-    assert all("job queue" not in (p["a"], p["b"]) for p in review["pairs"])
+    pairs = {(p["a"], p["b"]) for p in review["pairs"]}
+    assert ("write queue", "writequeue") in pairs  # the review lists real candidates ...
+    assert all("job queue" not in pair for pair in pairs)  # ... but never a merged name
 
 
 def test_concept_recall_is_scoped_to_the_project_plus_global(tmp_path):

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import run_marm
+from tests.helpers import invoke_marm
 
 pytestmark = pytest.mark.slow
 
 
 def _ok(*args, cwd):
-    got = run_marm(*args, cwd=cwd)
+    got = invoke_marm(*args, cwd=cwd)
     assert got.code == 0, got.err
     return got.json()
 
@@ -56,7 +56,7 @@ def test_status_embed_and_lexical_recall_load_no_model(tmp_path, args):
     import subprocess
     import sys
 
-    run_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
+    invoke_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
     proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), *args], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip(), proc.stderr
@@ -67,7 +67,7 @@ def test_the_probe_sees_a_hybrid_recall_load_the_model(tmp_path):
     import subprocess
     import sys
 
-    run_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
+    invoke_marm("log", "the payment webhook uses idempotency keys", cwd=tmp_path)
     proc = subprocess.run([sys.executable, "-c", PROBE.format(heavy=HEAVY), "recall", "payment",
                            "--mode", "hybrid"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     loaded = proc.stderr.splitlines()[-1].split(",")

@@ -1,19 +1,16 @@
-"""The review verbs, as-of and export/import through the real CLI in subprocesses."""
+"""The review verbs, as-of and export/import through the CLI (in-process: the exit codes
+and output are ``marm.cli.main``'s own; tests/cli/test_core_cli.py checks them in real processes)."""
 
 from __future__ import annotations
 
 import json
 import os
 
-import pytest
-
-from tests.helpers import run_marm
-
-pytestmark = pytest.mark.slow  # many subprocesses
+from tests.helpers import invoke_marm
 
 
 def _ok(*args, **kw):
-    run = run_marm(*args, **kw)
+    run = invoke_marm(*args, **kw)
     assert run.code == 0, (args, run.err)
     return run.json() if run.out.strip().startswith("{") else run.out
 
@@ -30,10 +27,10 @@ def test_retract_refuses_the_text_with_exit_5_and_force_stores_it(tmp_path):
     ids = _ids("nightly backup", cwd=tmp_path)
     assert keep in ids and wrong not in ids
 
-    refused = run_marm("log", "the nightly  backup runs at 03:00 UTC", cwd=tmp_path)
+    refused = invoke_marm("log", "the nightly  backup runs at 03:00 UTC", cwd=tmp_path)
     assert refused.code == 5
     assert "retracted" in refused.err and "--force" in refused.err and refused.out == ""
-    assert "exit code 5" in _ok("log", "--help", cwd=tmp_path)
+    assert "exit code 5" in " ".join(_ok("log", "--help", cwd=tmp_path).split())  # however it wraps
 
     forced = _ok("log", "the nightly backup runs at 03:00 UTC", "--force", cwd=tmp_path)
     assert forced["created"] and forced["id"] != wrong
@@ -73,10 +70,10 @@ def test_forget_then_history_and_bad_ids(tmp_path):
     history = _ok("history", str(gone), cwd=tmp_path)
     assert history["status"] is None and history["events"][-1]["action"] == "memory.forget"
     assert "1password" not in json.dumps(history)
-    missing = run_marm("restore", str(gone), cwd=tmp_path)
+    missing = invoke_marm("restore", str(gone), cwd=tmp_path)
     assert missing.code == 3 and "forgotten" in missing.err
-    assert run_marm("doubt", "999", cwd=tmp_path).code == 3
-    assert run_marm("recall", "x", "--include", "deleted", cwd=tmp_path).code == 2
+    assert invoke_marm("doubt", "999", cwd=tmp_path).code == 3
+    assert invoke_marm("recall", "x", "--include", "deleted", cwd=tmp_path).code == 2
 
 
 def test_export_import_round_trip_through_files(tmp_path):
@@ -85,7 +82,7 @@ def test_export_import_round_trip_through_files(tmp_path):
     for text in ("the queue is rabbitmq", "the queue consumer is idempotent", "the cache is redis"):
         _ok("log", text, cwd=work)
     _ok("retract", "2", cwd=work)
-    out = run_marm("export", "--all-projects", cwd=work)
+    out = invoke_marm("export", "--all-projects", cwd=work)
     assert out.code == 0
     lines = [json.loads(line) for line in out.out.splitlines()]
     assert lines[0]["type"] == "marm-export"
@@ -102,5 +99,5 @@ def test_export_import_round_trip_through_files(tmp_path):
     assert second["added"] == {}
     for query in ("queue", "cache", "queue consumer"):
         assert _ids(query, cwd=work, env=elsewhere) == _ids(query, cwd=work)
-    assert run_marm("log", "the queue consumer is idempotent", cwd=work, env=elsewhere).code == 5
+    assert invoke_marm("log", "the queue consumer is idempotent", cwd=work, env=elsewhere).code == 5
     assert os.path.exists(tmp_path / "second-home" / "marm.db")

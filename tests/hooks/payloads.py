@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from marm import config
+from marm.context import Ctx
 from marm.hooks.event import NATIVE
-from marm.ops.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import Store, memories
 from marm.store.memories import Filter

@@ -201,7 +201,7 @@ def test_doubted_memory_is_marked_in_briefing_and_prompt(tmp_path, marm_home):
 
 def test_injection_respects_the_configured_cap(tmp_path, marm_home):
     p = seed(tmp_path)
-    from marm.ops.context import Ctx
+    from marm.context import Ctx
     from marm.ops.memory import write_memory
     from tests.helpers import run_marm
 

@@ -103,7 +103,7 @@ def test_without_an_embed_handler_the_server_just_serves(srv, monkeypatch):
 
 @pytest.mark.slow
 def test_the_real_encoder_embeds_in_the_server_before_any_recall(srv, ctx):
-    pytest.importorskip("marm.embed_drain", reason="the embeddings layer is not in this build")
+    pytest.importorskip("marm.embed.drain", reason="the embeddings layer is not in this build")
     moved = srv.ok("marm_log_entry", text="DECISION: we moved the job queue from Redis to Postgres")
     srv.ok("marm_log_entry", text="FIX: the logo renders blurry on retina screens")
     srv.drain_idle()

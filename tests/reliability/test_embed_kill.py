@@ -13,7 +13,7 @@ import time
 import pytest
 
 from marm import embed
-from marm.ops.context import Ctx
+from marm.context import Ctx
 from marm.ops.memory import write_memory
 from tests.helpers import run_marm
 

@@ -17,17 +17,17 @@ from tests.code_repo import write_repo
 @pytest.fixture
 def graph(tmp_path: Path, marm_home: Path):
     root = write_repo(tmp_path / "repo")
-    conn = code_graph.connect(marm_home)
-    report = index_tree(conn, root, workers=1)
-    tree = code_graph.tree(conn, str(root))
-    yield conn, tree, report
-    conn.close()
+    graph = code_graph.CodeGraph.open(marm_home)
+    report = index_tree(graph, root, workers=1)
+    tree = graph.tree(str(root))
+    yield graph, tree, report
+    graph.close()
 
 
-def edges(conn, tree_id: int) -> set[tuple]:
+def edges(graph, tree_id: int) -> set[tuple]:
     return {
         (a, b, kind, rule, line)
-        for a, _, b, _, kind, rule, _, line in code_graph.snapshot(conn, tree_id)["edges"]
+        for a, _, b, _, kind, rule, _, line in graph.snapshot(tree_id)["edges"]
     }
 
 
@@ -38,8 +38,8 @@ def test_index_reports_every_file(graph):
 
 
 def test_resolution_rules(graph):
-    conn, tree, _ = graph
-    e = edges(conn, tree.id)
+    graph, tree, _ = graph
+    e = edges(graph, tree.id)
     # the alias binding wins over the other module that defines the same name
     assert ("pkg.app.main", "pkg.util.helper", "call", "import-alias", 6) in e
     assert not any(src == "pkg.app.main" and dst == "pkg.other.helper" for src, dst, *_ in e)
@@ -80,30 +80,30 @@ def test_resolution_rules(graph):
 
 
 def test_lookup_finds_both_definitions_with_snippets(graph, tmp_path):
-    conn, tree, _ = graph
-    rows = code_graph.find_symbols(conn, tree.id, "helper")
+    graph, tree, _ = graph
+    rows = graph.find_symbols(tree.id, "helper")
     found = {(r.qname, f"{r.path}:{r.line}") for r in rows}
     assert {("pkg.util.helper", "pkg/util.py:4"), ("pkg.other.helper", "pkg/other.py:1")} <= found
     util = next(r for r in rows if r.qname == "pkg.util.helper")
     assert q.snippet(Path(tree.root), util) == "def helper(x):\n    return x + 1"
-    dotted = code_graph.find_symbols(conn, tree.id, "Greeter.greet")
+    dotted = graph.find_symbols(tree.id, "Greeter.greet")
     assert dotted[0].qname == "web/src/lib.Greeter.greet"
     assert [
-        r.qname for r in code_graph.find_symbols(conn, tree.id, "Greeter.greet", exact_only=True)
+        r.qname for r in graph.find_symbols(tree.id, "Greeter.greet", exact_only=True)
     ] == ["web/src/lib.Greeter.greet"]
 
 
 def test_trace_callers_and_callees(graph):
-    conn, tree, _ = graph
-    targets = q.resolve_targets(conn, tree.id, "pkg.app.main")
-    steps = q.trace(conn, tree.id, targets, "callees", 2)
+    graph, tree, _ = graph
+    targets = q.resolve_targets(graph, tree.id, "pkg.app.main")
+    steps = q.trace(graph, tree.id, targets, "callees", 2)
     got = {(s.depth, s.qname, s.location, s.site) for s in steps}
     assert (1, "pkg.util.helper", "pkg/util.py:4", "pkg/app.py:6") in got
     assert (1, "pkg.models.Child.go", "pkg/models.py:8", "pkg/app.py:8") in got
     assert (2, "pkg.util.Base.run", "pkg/util.py:13", "pkg/models.py:9") in got
     assert not any(s.qname == "pkg.other.helper" for s in steps)
     callers = q.trace(
-        conn, tree.id, q.resolve_targets(conn, tree.id, "pkg.util.helper"), "callers", 1
+        graph, tree.id, q.resolve_targets(graph, tree.id, "pkg.util.helper"), "callers", 1
     )
     assert {(s.qname, s.site) for s in callers if s.depth == 1} == {
         ("pkg.app.main", "pkg/app.py:6"),
@@ -113,25 +113,25 @@ def test_trace_callers_and_callees(graph):
 
 
 def test_impact_ranks_by_distance_and_never_crosses_to_the_other_module(graph):
-    conn, tree, _ = graph
-    util = q.impact(conn, tree.id, q.resolve_targets(conn, tree.id, "pkg.util.helper"), 3)
+    graph, tree, _ = graph
+    util = q.impact(graph, tree.id, q.resolve_targets(graph, tree.id, "pkg.util.helper"), 3)
     by_name = {i.qname: i for i in util}
     assert by_name["pkg.app.main"].distance == 1 and by_name["pkg.app.main"].site == "pkg/app.py:6"
     assert by_name["pkg.util.Base.run"].distance == 2
     assert [i.distance for i in util] == sorted(i.distance for i in util)
-    other = q.impact(conn, tree.id, q.resolve_targets(conn, tree.id, "pkg.other.helper"), 3)
+    other = q.impact(graph, tree.id, q.resolve_targets(graph, tree.id, "pkg.other.helper"), 3)
     assert [i.qname for i in other] == ["pkg.other.unrelated"]
 
 
 def test_pagerank_puts_the_shared_helper_above_leaf_code(graph):
-    conn, tree, _ = graph
+    graph, tree, _ = graph
     top = [
         r.qname
-        for r in code_graph.top_ranked(conn, tree.id, 3, kinds=("function", "method", "class"))
+        for r in graph.top_ranked(tree.id, 3, kinds=("function", "method", "class"))
     ]
     assert "pkg.util.helper" in top or "pkg.util.Base.step" in top
-    leaf = code_graph.find_symbols(conn, tree.id, "pkg.app.main")[0]
-    helper = code_graph.find_symbols(conn, tree.id, "pkg.util.helper")[0]
+    leaf = graph.find_symbols(tree.id, "pkg.app.main")[0]
+    helper = graph.find_symbols(tree.id, "pkg.util.helper")[0]
     assert helper.rank > leaf.rank
 
 
@@ -141,10 +141,10 @@ def test_name_only_edges_are_low_confidence_and_skip_builtins(tmp_path, marm_hom
     root = git_init(tmp_path / "small").resolve()
     (root / "a.py").write_text("def str(x):\n    return x\n\n\ndef shout(x):\n    return x\n")
     (root / "b.py").write_text("def f():\n    return str(1)\n\n\ndef g():\n    return shout(1)\n")
-    conn = code_graph.connect(marm_home)
-    index_tree(conn, root, workers=1)
-    rows = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)["edges"]
-    conn.close()
+    graph = code_graph.CodeGraph.open(marm_home)
+    index_tree(graph, root, workers=1)
+    rows = graph.snapshot(graph.tree(str(root)).id)["edges"]
+    graph.close()
     calls = {(a, b, rule, conf, line) for a, _, b, _, kind, rule, conf, line in rows if kind == "call"}
     assert calls == {("b.g", "a.shout", "name-only", 0.5, 6)}  # a guess, kept, but not str()
 
@@ -156,17 +156,17 @@ def test_every_qualified_name_finds_its_symbol(tmp_path, marm_home):
     root = write_repo(tmp_path / "repo")
     (root / "vendor").mkdir()
     (root / "vendor" / "jquery.min.js").write_text("function ready(fn) { return fn(); }\n")
-    conn = code_graph.connect(marm_home)
-    index_tree(conn, root, workers=1)
-    tree = code_graph.tree(conn, str(root))
-    rows = conn.execute("SELECT id, qname FROM code_symbols WHERE tree_id = ?", (tree.id,)).fetchall()
+    graph = code_graph.CodeGraph.open(marm_home)
+    index_tree(graph, root, workers=1)
+    tree = graph.tree(str(root))
+    rows = graph.conn.execute("SELECT id, qname FROM code_symbols WHERE tree_id = ?", (tree.id,)).fetchall()
     assert {"vendor/jquery.min", "vendor/jquery.min.ready", "pkg.util.Base.step"} <= {
         qname for _, qname in rows
     }
     for sid, qname in rows:
-        found = code_graph.find_symbols(conn, tree.id, qname, limit=50, exact_only=True)
+        found = graph.find_symbols(tree.id, qname, limit=50, exact_only=True)
         assert sid in {r.id for r in found}, qname
-    conn.close()
+    graph.close()
 
 
 TSCONFIG = """{
@@ -192,23 +192,23 @@ def test_tsconfig_path_aliases_resolve_imports(tmp_path, marm_home):
     }.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    conn = code_graph.connect(marm_home)
+    graph = code_graph.CodeGraph.open(marm_home)
 
     def calls() -> set[tuple]:
-        tree = code_graph.tree(conn, str(root))
-        return {(a, b, rule) for a, b, kind, rule, _ in edges(conn, tree.id) if kind == "call"}
+        tree = graph.tree(str(root))
+        return {(a, b, rule) for a, b, kind, rule, _ in edges(graph, tree.id) if kind == "call"}
 
-    index_tree(conn, root, workers=1)
+    index_tree(graph, root, workers=1)
     unaliased = calls()
     # without the map "@/lib/math" and "config" are packages from outside the repository:
     # load() is only a guess by its name, add() (defined twice) not even that
     assert ("src/app.main", "src/settings.load", "name-only") in unaliased
     assert not any(dst.endswith(".add") for _, dst, _ in unaliased)
     (root / "tsconfig.json").write_text(TSCONFIG)
-    report = index_tree(conn, root, workers=1)  # a new alias map rebuilds the tree
+    report = index_tree(graph, root, workers=1)  # a new alias map rebuilds the tree
     got = calls()
     assert report.full
     assert ("src/app.main", "src/lib/math.add", "import") in got
     assert ("src/app.main", "src/settings.load", "import") in got
     assert not any(dst == "src/other/math.add" for _, dst, _ in got)
-    conn.close()
+    graph.close()

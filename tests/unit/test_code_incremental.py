@@ -14,12 +14,12 @@ from tests.code_repo import write_repo
 
 
 def rebuild(root: Path, home: Path) -> dict:
-    conn = code_graph.connect(home)
+    graph = code_graph.CodeGraph.open(home)
     try:
-        index_tree(conn, root, full=True, workers=1)
-        return code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
+        index_tree(graph, root, full=True, workers=1)
+        return graph.snapshot(graph.tree(str(root)).id)
     finally:
-        conn.close()
+        graph.close()
 
 
 def bump(path: Path, text: str) -> None:
@@ -89,9 +89,9 @@ def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
     root = write_repo(tmp_path / "repo")
     for path, text in CHAIN.items():
         (root / path).write_text(text, encoding="utf-8")
-    conn = code_graph.connect(marm_home)
-    first = index_tree(conn, root, workers=1)
-    before = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
+    graph = code_graph.CodeGraph.open(marm_home)
+    first = index_tree(graph, root, workers=1)
+    before = graph.snapshot(graph.tree(str(root)).id)
     for action, path, text in EDITS[case]:
         target = root / path
         if action == "delete":
@@ -99,11 +99,11 @@ def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             bump(target, text)
-    report = index_tree(conn, root, workers=1)
+    report = index_tree(graph, root, workers=1)
     assert not report.full and report.parsed == sum(1 for a, *_ in EDITS[case] if a == "write")
     assert report.parsed < first.parsed
-    after = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
-    conn.close()
+    after = graph.snapshot(graph.tree(str(root)).id)
+    graph.close()
     assert after != before  # the edit changed the graph...
     full = rebuild(root, tmp_path / "fresh-home")
     assert after["files"] == full["files"]
@@ -118,35 +118,35 @@ def test_incremental_equals_full_rebuild(case, tmp_path, marm_home):
 
 def test_incremental_edges_follow_the_edit(tmp_path, marm_home):
     root = write_repo(tmp_path / "repo")
-    conn = code_graph.connect(marm_home)
-    index_tree(conn, root, workers=1)
-    tid = code_graph.tree(conn, str(root)).id
+    graph = code_graph.CodeGraph.open(marm_home)
+    index_tree(graph, root, workers=1)
+    tid = graph.tree(str(root)).id
     for action, path, text in EDITS["edit, delete, add"]:
         if action == "delete":
             (root / path).unlink()
         else:
             bump(root / path, text)
-    index_tree(conn, root, workers=1)
-    e = {(a, b, rule) for a, _, b, _, _, rule, _, _ in code_graph.snapshot(conn, tid)["edges"]}
+    index_tree(graph, root, workers=1)
+    e = {(a, b, rule) for a, _, b, _, _, rule, _, _ in graph.snapshot(tid)["edges"]}
     assert ("pkg.app.main", "pkg.other.helper", "import") in e
     assert ("pkg.app.main", "pkg.util.helper", "import-alias") in e
     assert ("pkg.extra.again", "pkg.app.main", "import") in e
     assert not any("web/src/other" in a or "web/src/other" in b for a, b, _ in e)
-    paths = {row[0] for row in code_graph.snapshot(conn, tid)["files"]}
+    paths = {row[0] for row in graph.snapshot(tid)["files"]}
     assert "pkg/extra.py" in paths and "web/src/other.ts" not in paths
-    conn.close()
+    graph.close()
 
 
 def test_unchanged_reindex_parses_nothing(tmp_path, marm_home):
     root = write_repo(tmp_path / "repo")
-    conn = code_graph.connect(marm_home)
-    index_tree(conn, root, workers=1)
-    before = code_graph.snapshot(conn, 1)
+    graph = code_graph.CodeGraph.open(marm_home)
+    index_tree(graph, root, workers=1)
+    before = graph.snapshot(1)
     (root / "pkg/app.py").touch()  # new mtime, same content: hashed, not parsed
-    again = index_tree(conn, root, workers=1)
+    again = index_tree(graph, root, workers=1)
     assert again.parsed == 0 and again.unchanged == again.files == 12
-    assert code_graph.snapshot(conn, 1) == before
-    conn.close()
+    assert graph.snapshot(1) == before
+    graph.close()
 
 
 def test_bad_files_are_reported_and_skipped(tmp_path, marm_home):
@@ -163,21 +163,21 @@ def test_bad_files_are_reported_and_skipped(tmp_path, marm_home):
     (root / "ignored").mkdir()
     (root / ".gitignore").write_text("ignored/\n")
     (root / "ignored/skip.py").write_text("def never(): pass\n")
-    conn = code_graph.connect(marm_home)
-    report = index_tree(conn, root, workers=1)
+    graph = code_graph.CodeGraph.open(marm_home)
+    report = index_tree(graph, root, workers=1)
     reasons = {s["path"]: s["reason"] for s in report.skipped}
     assert reasons["blob.py"] == "binary file"
     assert reasons["latin1.py"].startswith("invalid UTF-8")
     assert "larger than" in reasons["dist/bundle.js"]
     assert [p["path"] for p in report.partial] == ["broken.py"]
-    tid = code_graph.tree(conn, str(root)).id
-    names = {r[1] for r in code_graph.snapshot(conn, tid)["symbols"]}
+    tid = graph.tree(str(root)).id
+    names = {r[1] for r in graph.snapshot(tid)["symbols"]}
     assert {"broken.ok", "broken.after", "pkg.util.helper", "web/src/lib.Greeter"} <= names
     assert not any(n.startswith(("ignored", "blob", "latin1", "dist")) for n in names)
     assert report.parsed == 13  # the fixture's twelve files and broken.py
-    again = index_tree(conn, root, workers=1)  # skipped files are not read again
+    again = index_tree(graph, root, workers=1)  # skipped files are not read again
     assert again.parsed == 0 and {s["path"] for s in again.skipped} == set(reasons)
-    conn.close()
+    graph.close()
 
 
 def test_parallel_parse_gives_the_same_graph(tmp_path, marm_home, monkeypatch):
@@ -185,9 +185,9 @@ def test_parallel_parse_gives_the_same_graph(tmp_path, marm_home, monkeypatch):
 
     root = write_repo(tmp_path / "repo")
     monkeypatch.setattr(index_module, "PARALLEL_MIN_FILES", 2)
-    conn = code_graph.connect(marm_home)
-    report = index_tree(conn, root, workers=2)
+    graph = code_graph.CodeGraph.open(marm_home)
+    report = index_tree(graph, root, workers=2)
     assert report.workers == 2
-    parallel = code_graph.snapshot(conn, code_graph.tree(conn, str(root)).id)
-    conn.close()
+    parallel = graph.snapshot(graph.tree(str(root)).id)
+    graph.close()
     assert parallel == rebuild(root, tmp_path / "serial-home")

@@ -6,6 +6,7 @@ import numpy as np
 
 from marm import drain
 from marm.ops.memory import write_memory
+from marm.recall import bm25
 from marm.store import outbox, vectors
 from tests.embed_fake import MODEL, use_fake
 
@@ -99,7 +100,7 @@ def test_word_matches_fall_back_when_other_projects_hold_the_best_matches(ctx):
         write_memory(ctx, f"deploy deploy deploy step {i}", project="q")
     mine = write_memory(ctx, "a long note that mentions the deploy only once among many other words",
                         project="p").id
-    got = vectors.word_matches(store, ["deploy"], Filter(project="p"), 10)
+    got = bm25.matches(store, ["deploy"], Filter(project="p"), 10)
     assert [mid for mid, _ in got] == [mine]
 
 

@@ -135,8 +135,16 @@ def test_lexical_lane_ranks_by_words(ctx):
     assert result.mode == "lexical" and ids(result)[0] == target
 
 
+TRICKY = 'a memory with "quotes", NEAR(x y), col:on, *stars* and AND OR NOT'
+#: Any text, or any piece of the stored memory (full of FTS5 syntax): the exact lane must find those.
+QUERIES = st.one_of(
+    st.text(min_size=1, max_size=40),
+    st.integers(0, len(TRICKY) - 1).flatmap(lambda i: st.integers(i + 1, len(TRICKY)).map(lambda j: TRICKY[i:j])),
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(query=st.text(min_size=1, max_size=40))
+@given(query=QUERIES)
 def test_any_user_string_is_a_safe_query(ctx, query):
     if not query.strip() or "\x00" in query:
         with pytest.raises(BadInput):
@@ -144,9 +152,16 @@ def test_any_user_string_is_a_safe_query(ctx, query):
         return
     store = ctx.store()
     if store.conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 0:
-        memory_ops.log(ctx, 'a memory with "quotes", NEAR(x y), col:on, *stars* and AND OR NOT')
+        memory_ops.log(ctx, TRICKY)
+    stored = store.conn.execute("SELECT id FROM memories").fetchone()[0]
     for mode in ("auto", "exact", "lexical"):
-        lanes.run(store, query, Filter(), 5, mode)
+        outcome = lanes.run(store, query, Filter(), 5, mode)
+        assert {h.memory.id for h in outcome.hits} <= {stored}, (mode, query)
+        assert all(h.memory.content == TRICKY for h in outcome.hits)  # raw, never escaped
+        if mode == "exact" and query in TRICKY:
+            assert [h.memory.id for h in outcome.hits] == [stored], query  # literal text is found
+        if mode == "exact" and query not in TRICKY:
+            assert outcome.hits == [] or query.lower() in TRICKY.lower(), query  # no near miss
 
 
 def test_project_scope_isolates_projects_and_shares_global(ctx, tmp_path):

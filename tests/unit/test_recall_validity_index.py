@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from marm.store import Store, memories, vectors
+from marm.store import Store, memories, recall_reads
 from marm.store.memories import Filter
 from marm.store.migrations import MIGRATIONS, migrate
 from marm.text import content_hash
@@ -26,12 +26,12 @@ def test_valid_between_uses_the_validity_index_and_finds_both_kinds_of_time(tmp_
          recorded_at="2023-07-07T12:00:00.000000Z")
     elsewhere = _add(store, "same day, other project", "q", valid_from="2023-07-07T11:00:00.000000Z")
     day = ("2023-07-07T00:00:00.000000Z", "2023-07-08T00:00:00.000000Z")
-    assert vectors.valid_between(store, Filter(project="p"), *day, 10) == [recorded, back_dated]
-    assert vectors.valid_between(store, Filter(project="p"), *day, 1) == [recorded]
-    assert vectors.valid_between(store, Filter(project="q"), *day, 10) == [elsewhere]
+    assert recall_reads.valid_between(store, Filter(project="p"), *day, 10) == [recorded, back_dated]
+    assert recall_reads.valid_between(store, Filter(project="p"), *day, 1) == [recorded]
+    assert recall_reads.valid_between(store, Filter(project="q"), *day, 10) == [elsewhere]
     statements: list[str] = []
     store.conn.set_trace_callback(statements.append)
-    vectors.valid_between(store, Filter(project="p"), *day, 10)
+    recall_reads.valid_between(store, Filter(project="p"), *day, 10)
     store.conn.set_trace_callback(None)
     plan = " ".join(str(r) for r in store.conn.execute("EXPLAIN QUERY PLAN " + statements[-1]))
     assert "SEARCH m USING INDEX memories_validity" in plan, plan
@@ -50,7 +50,7 @@ def test_a_store_from_before_the_index_gets_it_and_keeps_its_memories(tmp_path):
     assert migrate(conn) == len(MIGRATIONS) - 1
     conn.close()
     store = Store.open(path)
-    [found] = vectors.valid_between(store, Filter(project=None), "2023-07-07T00:00:00.000000Z",
+    [found] = recall_reads.valid_between(store, Filter(project=None), "2023-07-07T00:00:00.000000Z",
                                     "2023-07-08T00:00:00.000000Z", 10)
     assert store.conn.execute("SELECT content FROM memories WHERE id = ?", (found,)).fetchone()[0] == "old note"
     store.close()

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 
-from marm.store import memories, vectors
+from marm.recall import bm25
+from marm.store import memories, recall_reads
 from marm.store.memories import Filter
 from marm.text import content_hash
 
@@ -59,10 +60,11 @@ def test_common_words_are_left_out_of_ranking_and_the_answer_is_unchanged(ctx):
         notes.append(" ".join(words) + f" step{i}")
     _fill(store, notes)
     terms = ["deploy", "rollback", "canary"]
-    total, df = vectors.word_stats(store, terms)
-    assert vectors._common(terms, total, df, 40) == ["deploy"]
+    stats = recall_reads.word_stats(store, terms)
+    assert bm25.prunable(terms, stats.total, stats.df, 40) == ["deploy"]
+    df = stats.df
     assert df["deploy"] == 300 and df["rollback"] + df["canary"] < 300 - 40  # fewer rows ranked
-    got, ranked = _ranked(store, lambda: vectors.word_matches(store, terms, Filter(project="p"), 10))
+    got, ranked = _ranked(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10))
     assert ranked == ['("rollback" OR "canary") AND ("deploy")', '("rollback" OR "canary") NOT ("deploy")']
     _same(got, _full(store, terms, 10))
     assert all("rollback" in notes[m - 1] or "canary" in notes[m - 1] for m, _ in got)
@@ -77,9 +79,9 @@ def test_a_wrong_guess_falls_back_to_ranking_every_match(ctx):
     notes += [f"{FILLER[i % len(FILLER)]} {FILLER[(i + 3) % len(FILLER)]} o{i}" for i in range(225)]
     _fill(store, notes)
     terms = ["deploy", "rollback"]
-    total, df = vectors.word_stats(store, terms)
-    assert vectors._common(terms, total, df, 40) == ["deploy"]  # the guess is tried ...
-    got, ranked = _ranked(store, lambda: vectors.word_matches(store, terms, Filter(project="p"), 10))
+    stats = recall_reads.word_stats(store, terms)
+    assert bm25.prunable(terms, stats.total, stats.df, 40) == ["deploy"]  # the guess is tried ...
+    got, ranked = _ranked(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10))
     assert len(ranked) == 3 and ranked[-1] == '"deploy" OR "rollback"'  # found wanting: all ranked
     _same(got, _full(store, terms, 10))
     assert all(notes[m - 1].startswith("deploy") for m, _ in got)  # and the short ones win
@@ -87,13 +89,16 @@ def test_a_wrong_guess_falls_back_to_ranking_every_match(ctx):
 
 def test_the_indexed_count_is_the_number_of_memories(ctx):
     store = ctx.store()
-    assert vectors.indexed(store) == 0
-    _fill(store, [f"note number {i}" for i in range(300)])  # 300 needs a two-byte varint
+    assert recall_reads.indexed(store) == 0
+    _fill(store, [f"note number {i}" for i in range(300)])
     with store.write():
         for mid in (5, 17, 200):
             memories.delete(store, mid)
-    assert vectors.indexed(store) == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-    assert vectors.word_stats(store, ["note", "number", "absent"]) == (297, {"note": 297, "number": 297, "absent": 0})
+    assert recall_reads.indexed(store) == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert recall_reads.word_stats(store, ["note", "number", "absent"]) == recall_reads.WordStats(
+        297, {"note": 297, "number": 297, "absent": 0})
+    fts_rows = store.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
+    assert recall_reads.indexed(store) == fts_rows  # the count bm25's IDF uses
 
 
 def _common_by_counting_everything(store, flt, terms, share):
@@ -123,6 +128,6 @@ def test_common_terms_count_only_what_the_answer_needs_and_agree_with_the_defini
     for flt in (Filter(project="p"), Filter(project="q"), Filter(project=None), Filter(all_projects=True)):
         for share in (0.01, 0.05, 0.2, 0.45):
             want = _common_by_counting_everything(store, flt, terms, share)
-            assert vectors.common_terms(store, flt, terms, share) == want
+            assert recall_reads.common_terms(store, flt, terms, share) == want
             checked += bool(want) and len(want) < len(terms) - 1
     assert checked >= 4  # the cases separate common from rare names, not all one way

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from marm.context import Ctx
 from marm.ops import load
-from marm.ops.context import Ctx
 from marm.ops.memory import write_memory
 from marm.ops.notebook import notebook_op
 from marm.ops.review import doubt

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from marm.context import Ctx
 from marm.errors import BadInput, Refused
 from marm.ops import review
-from marm.ops.context import Ctx
 from marm.ops.memory import recall, write_memory
 from marm.ops.notebook import notebook_op
 from marm.ops.transfer import export, import_

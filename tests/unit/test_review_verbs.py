@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from marm.context import Ctx
 from marm.errors import BadInput, NotFound, Refused
 from marm.ops import review
-from marm.ops.context import Ctx
 from marm.ops.memory import log_show, recall, write_memory
 from marm.store import events, memories, outbox
 from tests.helpers import git_init

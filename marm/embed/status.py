@@ -14,6 +14,7 @@ import os
 
 from marm import config, embed
 from marm.errors import MarmError
+from marm.store import Store, flags
 
 
 def _installed(module: str) -> bool:
@@ -53,10 +54,8 @@ def check(cfg: embed.Settings) -> tuple[bool, str]:
                    "(`marm config set embed.download on`, or go back to the default model)")
 
 
-def component():  # -> marm.ops.system.Component
-    from marm.ops.system import Component
-    from marm.store import Store, flags
-
+def availability() -> tuple[bool, str]:
+    """Whether this process could embed, and why (the settings saved in the database count)."""
     home = config.home_dir()
     saved: dict[str, str] = {}
     if config.database_path(home).exists():
@@ -65,5 +64,4 @@ def component():  # -> marm.ops.system.Component
             saved = flags.all_saved(store)
         finally:
             store.close()
-    ok, detail = check(embed.settings(home, saved, os.environ))
-    return Component("embedding", ok, detail)
+    return check(embed.settings(home, saved, os.environ))

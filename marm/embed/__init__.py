@@ -40,7 +40,7 @@ BATCH = 32
 #: Token windows for chunking: the model was trained on 256 tokens (specials included).
 WINDOW_TOKENS = 200
 OVERLAP_TOKENS = 40
-TOKENIZER_DIR = Path(__file__).parent / "models" / "all-MiniLM-L6-v2"
+TOKENIZER_DIR = Path(__file__).parent.parent / "models" / "all-MiniLM-L6-v2"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "config.json")
 
 
@@ -52,17 +52,9 @@ class Settings:
 
 
 def settings(home: Path, saved: Mapping[str, str], env: Mapping[str, str]) -> Settings:
-    """Resolve ``embed.model`` / ``embed.download`` as ``Ctx.setting`` does (saved > env > default)."""
-
-    def get(key: str) -> str:
-        spec = config.SETTINGS[key]
-        if key in saved:
-            return saved[key]
-        if spec.env and env.get(spec.env):
-            return env[spec.env]
-        return spec.default
-
-    return Settings(get("embed.model"), get("embed.download") == "on", home)
+    """``embed.model`` and ``embed.download`` by ``config.resolve`` (saved > env > default)."""
+    return Settings(config.resolve("embed.model", saved, env).value,
+                    config.resolve("embed.download", saved, env).value == "on", home)
 
 
 def models_dir(home: Path) -> Path:

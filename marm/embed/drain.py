@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from marm import embed
+from marm.context import Ctx
 from marm.drain import Handler
 from marm.errors import Busy
-from marm.ops.context import Ctx
 from marm.store import Store, flags, leases, outbox, vectors
 from marm.store import memories as memory_store
 from marm.store.records import Memory, Task

@@ -13,7 +13,7 @@ from typing import Any
 
 from marm import config, scope
 from marm.errors import BadInput
-from marm.store import Actor, Store
+from marm.store import Actor, Store, flags
 
 
 @dataclass
@@ -44,15 +44,8 @@ class Ctx:
 
     def setting(self, key: str) -> str:
         """A runtime setting: saved value > environment variable > default."""
-        from marm.store import flags
-
-        spec = config.SETTINGS[key]
         saved = flags.get(self.store(), key)
-        if saved is not None:
-            return saved
-        if spec.env and self.env.get(spec.env):
-            return self.env[spec.env]
-        return spec.default
+        return config.resolve(key, {} if saved is None else {key: saved}, self.env).value
 
     def session(self, explicit: str | None = None) -> str:
         """The session a write is tagged with: explicit > saved/env setting > 'default'."""

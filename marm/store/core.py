@@ -1,0 +1,140 @@
+"""The one way marm opens a SQLite file, and the one unit of work over it.
+
+``marm.db``, ``derived.db``, the concept graph and the code graph all open through
+``connect`` (directory 0700, file 0600, WAL, ``busy_timeout``, ``foreign_keys``) and all
+write through ``atomic``:
+
+- the outermost ``atomic`` is ``BEGIN IMMEDIATE`` ... ``COMMIT``; a nested one is a
+  SAVEPOINT, so a helper that needs a transaction can take one inside its caller's;
+- on an error it rolls back only when a transaction is still open (SQLite rolls back
+  by itself on a full disk or an I/O error, and a second ``ROLLBACK`` would replace the
+  real error with "cannot rollback - no transaction is active"), then re-raises the
+  original error; an ``OperationalError`` (full disk, I/O, locked) becomes a
+  ``StoreError`` carrying SQLite's own message, so the CLI exits 4 and says why.
+
+``MARM_DEBUG=sql`` (or a comma list containing ``sql``) prints every statement on
+stderr, never stdout: the MCP face's stdout is the protocol.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sqlite3
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from marm.errors import StoreError
+
+BUSY_TIMEOUT_MS = 15_000
+
+_savepoints = itertools.count(1)
+
+
+def _trace_sql() -> bool:
+    return "sql" in os.environ.get("MARM_DEBUG", "").split(",")
+
+
+def _print_sql(statement: str) -> None:
+    print(f"sql: {statement}", file=sys.stderr)
+
+
+def connect(path: Path, what: str = "database") -> sqlite3.Connection:
+    """Open ``path`` (created 0600 in a 0700 directory) in autocommit mode with marm's PRAGMAs.
+
+    ``what`` names the file in error messages ("database", "derived database").
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not path.exists():
+            os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    except OSError as exc:
+        raise StoreError(f"cannot create the {what} at {path}: {exc.strerror}") from None
+    try:
+        conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                               check_same_thread=False)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open the {what} at {path}: {exc}") from None
+    if _trace_sql():
+        conn.set_trace_callback(_print_sql)
+    try:
+        set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if mode.lower() != "wal":
+            raise StoreError(f"cannot put {path} in WAL mode (got {mode})")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise describe(exc, path, what) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def set_busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
+    """How long a statement waits for another process's lock before failing."""
+    conn.execute(f"PRAGMA busy_timeout = {int(seconds * 1000)}")
+
+
+def describe(exc: sqlite3.DatabaseError, path: Path, what: str = "database") -> StoreError:
+    """The one-line ``StoreError`` for a SQLite failure while opening ``path``."""
+    text = str(exc)
+    if "not a database" in text or "malformed" in text:
+        return StoreError(f"{path} is not a marm SQLite {what} ({text})")
+    if "readonly" in text or "unable to open" in text:
+        return StoreError(f"cannot write the {what} at {path}: {text}")
+    return StoreError(f"cannot use the {what} at {path}: {text}")
+
+
+@contextmanager
+def atomic(conn: sqlite3.Connection, where: object = "the database") -> Iterator[sqlite3.Connection]:
+    """One unit of work: ``BEGIN IMMEDIATE`` outermost, a SAVEPOINT when nested.
+
+    ``where`` (usually the file's path) names the database in error messages.
+    """
+    if conn.in_transaction:
+        with _savepoint(conn):
+            yield conn
+        return
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+    except sqlite3.OperationalError as exc:
+        raise StoreError(f"cannot write {where}: {exc}") from None
+    try:
+        yield conn
+    except BaseException as exc:
+        _rollback(conn, "ROLLBACK")
+        if isinstance(exc, sqlite3.OperationalError):
+            raise StoreError(f"cannot write {where}: {exc}") from exc
+        raise
+    try:
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        _rollback(conn, "ROLLBACK")
+        raise StoreError(f"cannot commit to {where}: {exc}") from exc
+
+
+@contextmanager
+def _savepoint(conn: sqlite3.Connection) -> Iterator[None]:
+    name = f"marm_sp{next(_savepoints)}"
+    conn.execute(f"SAVEPOINT {name}")
+    try:
+        yield
+    except BaseException:
+        _rollback(conn, f"ROLLBACK TO {name}", f"RELEASE {name}")
+        raise
+    conn.execute(f"RELEASE {name}")
+
+
+def _rollback(conn: sqlite3.Connection, *statements: str) -> None:
+    """Undo what is still open; a failure here never replaces the error being raised."""
+    if not conn.in_transaction:  # SQLite already rolled back (full disk, I/O error)
+        return
+    with contextlib.suppress(sqlite3.Error):
+        for statement in statements:
+            conn.execute(statement)
