@@ -13,6 +13,7 @@ dotted keys in whatever form the user wrote them.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import json5
@@ -60,7 +61,7 @@ class Jsonc:
         index = _key_index(parent, str(key))
         if index is None:
             member = f"{json.dumps(str(key))}: {self._dump(value, len(path))}"
-            self._insert(parent, [v for v in parent.values], member, len(path))
+            self._insert(parent, list(parent.values), member, len(path))
         else:
             start, end = _span(self.text, parent.values[index])
             self._splice(start, end, self._dump(value, len(path)))
@@ -115,7 +116,7 @@ class Jsonc:
                 raise BadInput(f"its {_dotted(path[:i + 1])} is not what marm expects; fix it by hand")
         return node
 
-    def _insert(self, container: Node, members: list[Node], text: str, depth: int) -> None:
+    def _insert(self, container: Node, members: Sequence[Node], text: str, depth: int) -> None:
         open_, close = _span(self.text, container)
         inner, outer = self.unit * depth, self.unit * (depth - 1)
         if not members:
@@ -139,6 +140,8 @@ class Jsonc:
 def _span(text: str, node: Node) -> tuple[int, int]:
     """Where ``node`` starts and ends in ``text`` (end exclusive)."""
     starts = _line_starts(text)
+    assert node.lineno is not None and node.col_offset is not None  # every parsed node has a place
+    assert node.end_lineno is not None and node.end_col_offset is not None
     start = starts[node.lineno - 1] + node.col_offset
     end = starts[node.end_lineno - 1] + node.end_col_offset
     return start, end

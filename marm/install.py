@@ -207,7 +207,7 @@ def _add_toml(exe: str) -> Callable[[str | None], str | None]:
                 if current.get(key) != value:
                     current[key] = value
         else:
-            table = tomlkit.table()
+            table: tomlkit.items.Table | tomlkit.items.InlineTable = tomlkit.table()
             if isinstance(servers, tomlkit.items.InlineTable):
                 table = tomlkit.inline_table()
             table.update(entry)
@@ -514,10 +514,10 @@ def trust_checks(env: Mapping[str, str], cwd: Path) -> list[tuple[str, bool, str
     if any(is_marm(h) for gs in (hooks.get("hooks") or {}).values() if isinstance(gs, list)
            for g in gs if isinstance(g, dict) for h in g.get("hooks") or []):
         state = (config.get("hooks") or {}).get("state") or {}
-        trusted = [k for k, v in state.items() if isinstance(v, dict) and v.get("trusted_hash")]
-        out.append(("codex hook trust", bool(trusted),
-                    f"{len(trusted)} hook(s) trusted in {codex.mcp.name} [hooks.state]",
-                    None if trusted else "start `codex`, open /hooks and trust marm's hooks: "
+        trusted_hooks = [k for k, v in state.items() if isinstance(v, dict) and v.get("trusted_hash")]
+        out.append(("codex hook trust", bool(trusted_hooks),
+                    f"{len(trusted_hooks)} hook(s) trusted in {codex.mcp.name} [hooks.state]",
+                    None if trusted_hooks else "start `codex`, open /hooks and trust marm's hooks: "
                                          "Codex skips untrusted hooks silently"))
     return out
 

@@ -190,7 +190,7 @@ def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
     """An async function with ``o``'s parameters as pydantic sees them, plus the MCP context."""
     params, hints = [], {}
     for spec in o.params():
-        annotation = Annotated[spec.annotation, Field(description=spec.meta.tool_help)]
+        annotation = Annotated[spec.annotation, Field(description=spec.meta.tool_help)]  # type: ignore[name-defined]  # built at run time
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY,
                                         default=spec.default, annotation=annotation))
         hints[spec.name] = annotation

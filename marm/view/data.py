@@ -167,23 +167,22 @@ def _code(ctx: Ctx, scope: str | None, all_projects: bool) -> dict[str, Any]:
     those symbols' direct callers and callees."""
     from marm.code import query as q
     from marm.ops.code import code_architecture
-    from marm.store import code_graph
 
-    repos = []
+    repos: list[dict[str, Any]] = []
     for root in _repos(ctx, scope, all_projects):
         try:
             arch = code_architecture(ctx, limit=CODE_PACKAGES, repo=root)
         except MarmError as exc:
             repos.append({"repo": root, "error": exc.message})
             continue
-        conn, tree = q.open_tree(ctx.home, Path(root))
+        graph, tree = q.open_tree(ctx.home, Path(root))
         try:
-            central = code_graph.top_ranked(
-                conn, tree.id, CODE_SYMBOLS,
+            central = graph.top_ranked(
+                tree.id, CODE_SYMBOLS,
                 kinds=("function", "method", "class", "interface", "struct", "trait", "type", "enum"))
             symbols = []
             for row in central:
-                steps = q.trace(conn, tree.id, [row], "both", 1)
+                steps = q.trace(graph, tree.id, [row], "both", 1)
                 symbols.append({
                     "qname": row.qname, "kind": row.kind, "location": f"{row.path}:{row.line}",
                     "signature": row.signature, "rank": round(row.rank, 4),
@@ -191,7 +190,7 @@ def _code(ctx: Ctx, scope: str | None, all_projects: bool) -> dict[str, Any]:
                     "callees": [_step(s) for s in steps if s.direction == "callees"][:CODE_NEIGHBOURS],
                 })
         finally:
-            conn.close()
+            graph.close()
         repos.append({
             "repo": arch.repo, "indexed_at": arch.indexed_at, "files": arch.files,
             "lines": arch.lines, "symbols": arch.symbols, "edges": arch.edges,

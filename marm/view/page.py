@@ -35,7 +35,7 @@ _MARKER = re.compile(r"\{\{(CSP|STYLE|SCRIPT|DATA)\}\}")
 
 
 def _asset(name: str) -> str:
-    return resources.files("marm.view").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("marm.view").joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
 def json_block(data: Any) -> str:

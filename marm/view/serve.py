@@ -208,7 +208,7 @@ def run_action(cwd: Path, env: Mapping[str, str], action: str, args: dict) -> di
         result = o.func(ctx, **kwargs)
     finally:
         ctx.close()
-    plain = asdict(result) if is_dataclass(result) else {"result": result}
+    plain = asdict(result) if is_dataclass(result) and not isinstance(result, type) else {"result": result}
     return {"message": getattr(result, "message", None) or f"{action}: done", "result": plain}
 
 
