@@ -44,7 +44,7 @@ class Captured:
 @dataclass(frozen=True, slots=True)
 class Written:
     """What became of each memory a turn yields: ``outcomes`` counts ``added``,
-    ``already here`` (the same text is stored in this project) and ``retracted`` (the
+    ``already here`` (the same text is stored in this project) and ``retracted here`` (the
     text was retracted here) or ``refused`` (nothing left once cleaned, too long)."""
 
     episode: int | None
@@ -63,7 +63,7 @@ def _put(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any],
                               metadata={k: v for k, v in metadata.items() if v})
     except Refused as exc:
         log.info("capture skipped: %s", exc.message)
-        return None, "retracted"
+        return None, "retracted here"
     except MarmError as exc:
         log.info("capture skipped: %s", exc.message)
         return None, "refused"
