@@ -11,7 +11,7 @@ One module per source; each is imported only when its source is asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -132,15 +132,16 @@ def timestamp(value: Any) -> str | None:
         return None
 
 
-def project_for_name(store: Any, name: str | None) -> str | None:
+def project_for_name(store: Any, name: str | None, also: Iterable[str | None] = ()) -> str | None:
     """marm's project for a tool that names projects by their directory's name (MARM,
-    claude-mem): the one project marm knows whose directory has that name, else the
-    name itself. No name is global."""
+    claude-mem): the one project marm knows (or of ``also``: the importing directory's)
+    whose directory has that name, else the name itself. No name is global."""
     from marm.store import backfill
 
     if not name or not name.strip():
         return None
-    matches = [p for p in backfill.known_projects(store) if p.rstrip("/").rsplit("/", 1)[-1] == name]
+    known = {*backfill.known_projects(store), *(p for p in also if p)}
+    matches = [p for p in known if p.rstrip("/").rsplit("/", 1)[-1] == name]
     return matches[0] if len(matches) == 1 else name
 
 

@@ -72,10 +72,11 @@ def run(ctx: Ctx, path: str | None, since: str | None, dry_run: bool) -> ImportS
     store = ctx.store()
     tallies = Tallies()
     projects: dict[str | None, str | None] = {}
+    here = ctx.project()
 
     def project(name: str | None) -> str | None:
         if name not in projects:
-            projects[name] = project_for_name(store, name)
+            projects[name] = project_for_name(store, name, also=[here])
         return projects[name]
 
     def recent(at: str | None) -> bool:
