@@ -304,6 +304,8 @@ def import_(
     or basic-memory's notes. Both are idempotent, redact secrets, leave text retracted
     here out, and print what they took and skipped per project.
     """
+    if isinstance(paths, str):  # an in-process caller passing one file
+        paths = [paths]
     if transcripts or from_:
         return _import_history(ctx, list(paths or []), transcripts, from_, since, dry_run)
     if not paths or len(paths) != 1:
