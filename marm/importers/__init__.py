@@ -21,11 +21,9 @@ from marm.ops.context import Ctx
 #: ``--from`` name -> module that reads it.
 SOURCES = {
     "marm": "marm.importers.marm_store",
-    "claude-memory": "marm.importers.claude_memory",
-    "mcp-memory": "marm.importers.mcp_memory",
-    "claude-mem": "marm.importers.claude_mem",
-    "basic-memory": "marm.importers.basic_memory",
 }
+#: Sources issue 21 asks for that have no importer yet: named so the refusal says so.
+PLANNED = ("claude-memory", "mcp-memory", "claude-mem", "basic-memory")
 
 
 @dataclass

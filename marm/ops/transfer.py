@@ -281,8 +281,7 @@ def import_(
         "(default: the agents' or the tool's own place)", argument=True)] = None,
     transcripts: Annotated[bool, Param("replay past Claude Code, Codex and Gemini CLI sessions "
                                        "through the live capture (episodes and highlights)")] = False,
-    from_: Annotated[str | None, Param("import another tool's memory: marm, claude-memory, "
-                                       "mcp-memory, claude-mem, basic-memory")] = None,
+    from_: Annotated[str | None, Param("import another tool's memory: marm (a MARM store)")] = None,
     since: Annotated[str | None, Param("only what was recorded at or after this date or time")] = None,
     dry_run: Annotated[bool, Param("say what would be imported, per project; store nothing")] = False,
 ) -> ImportResult | Any:
@@ -299,10 +298,9 @@ def import_(
     --transcripts [PATH...] backfills past agent sessions (default: ~/.claude/projects,
     ~/.codex/sessions, Gemini CLI's saved chats): each session goes to the project of
     the directory it ran in, with the times it recorded; a turn already captured is
-    skipped. --from TOOL [PATH] imports MARM's store (~/.marm/marm_memory.db), Claude
-    Code's auto memory, the MCP memory server's knowledge graph, claude-mem's database
-    or basic-memory's notes. Both are idempotent, redact secrets, leave text retracted
-    here out, and print what they took and skipped per project.
+    skipped. --from marm [PATH] imports MARM's store (~/.marm/marm_memory.db). Both are
+    idempotent, redact secrets, leave text retracted here out, and print what they took
+    and skipped per project.
     """
     if isinstance(paths, str):  # an in-process caller passing one file
         paths = [paths]
@@ -345,7 +343,7 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
     """Past sessions or another tool's store (``marm.importers``, loaded only here)."""
     import importlib
 
-    from marm.importers import SOURCES
+    from marm.importers import PLANNED, SOURCES
     from marm.text import to_timestamp
 
     if transcripts and source:
@@ -355,6 +353,8 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
         from marm.importers.transcripts import backfill
 
         return backfill(ctx, paths, start, dry_run)
+    if source in PLANNED:
+        raise BadInput(f"--from {source} has no importer yet; --from takes {', '.join(SOURCES)}")
     if source not in SOURCES:
         raise BadInput(f"--from takes {', '.join(SOURCES)}, not {source!r}")
     if len(paths) > 1:
