@@ -80,7 +80,8 @@ def _command(o: Op) -> Any:
         if meta.argument:
             info: Any = typer.Argument(help=text, show_default=False)
         else:
-            decls = [f"--{spec.name.replace('_', '-')}"] + ([meta.short] if meta.short else [])
+            # A trailing underscore only dodges a Python keyword (`from_` is `--from`).
+            decls = [f"--{spec.name.rstrip('_').replace('_', '-')}"] + ([meta.short] if meta.short else [])
             info = typer.Option(*decls, help=text)
         default = inspect.Parameter.empty if spec.required else spec.default
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,

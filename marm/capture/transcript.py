@@ -40,6 +40,18 @@ class Turn:
     files: list[str] = field(default_factory=list)
     failures: list[tuple[str, str]] = field(default_factory=list)  # (command, error line)
     interrupted: bool = False
+    started_at: str | None = None   # the transcript's time of the prompt, as recorded
+    ended_at: str | None = None     # and of the turn's last record (when a Stop hook would run)
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Where and by whom a transcript was recorded (what a backfill scopes it by)."""
+
+    agent: str                      # claude | codex | gemini
+    session_id: str | None
+    cwd: str | None
+    project_hash: str | None = None  # Gemini records a hash of its project root, not the path
 
 
 def read_records(path: str, tail: int | None = None) -> list[Any]:
@@ -69,16 +81,65 @@ def read_records(path: str, tail: int | None = None) -> list[Any]:
     return [r for r in records if isinstance(r, dict)]
 
 
-def turns(path: str) -> list[Turn]:
-    """Every turn in the transcript's tail, oldest first."""
-    records = read_records(path)
+def turns(path: str, tail: int | None = None) -> list[Turn]:
+    """Every turn in the transcript's tail (``tail`` bytes; a backfill passes the file's
+    size), oldest first."""
+    return turns_of(read_records(path, tail))
+
+
+def _format(records: list[Any]) -> str:
+    if isinstance(records[0].get("messages"), list):
+        return "gemini"
+    if any(r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context") for r in records[:200]):
+        return "codex"
+    return "claude"
+
+
+def turns_of(records: list[Any]) -> list[Turn]:
+    """The turns of records ``read_records`` returned."""
     if not records:
         return []
-    if isinstance(records[0].get("messages"), list):
+    agent = _format(records)
+    if agent == "gemini":
         return list(_gemini(records[0]["messages"]))
-    if any(r.get("type") in ("session_meta", "response_item", "event_msg", "turn_context") for r in records[:200]):
-        return list(_codex(records))
-    return list(_claude(records))
+    return list(_codex(records) if agent == "codex" else _claude(records))
+
+
+def session_of(records: list[Any]) -> Session | None:
+    """Which agent wrote the transcript, its session id and the directory it ran in."""
+    if not records:
+        return None
+    agent = _format(records)
+    if agent == "gemini":
+        doc = records[0]
+        return Session("gemini", _str(doc.get("sessionId")), _str(doc.get("cwd")), _str(doc.get("projectHash")))
+    session_id = cwd = None
+    for r in records[:400]:
+        if agent == "codex":
+            p = r.get("payload") or {}
+            if r.get("type") == "session_meta":
+                session_id = session_id or _str(p.get("id"))
+            if r.get("type") in ("session_meta", "turn_context"):
+                cwd = cwd or _str(p.get("cwd"))
+        else:
+            session_id = session_id or _str(r.get("sessionId"))
+            cwd = cwd or _str(r.get("cwd"))
+        if session_id and cwd:
+            break
+    return Session(agent, session_id, cwd)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _stamp(turn: Turn | None, value: Any) -> None:
+    """Note a record's time on the turn: its first as the start, every one as the end."""
+    if turn is None or not isinstance(value, str) or not value:
+        return
+    if turn.started_at is None:
+        turn.started_at = value
+    turn.ended_at = value
 
 
 def _texts(content: Any) -> str:
@@ -107,6 +168,7 @@ def _claude(records: list[dict]) -> Iterator[Turn]:
         message = r.get("message") or {}
         content = message.get("content")
         if r.get("type") == "assistant" and turn is not None:
+            _stamp(turn, r.get("timestamp"))
             text = _texts(content)
             if text.strip():
                 turn.messages.append(text.strip())
@@ -118,6 +180,7 @@ def _claude(records: list[dict]) -> Iterator[Turn]:
             results = [b for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_result"] \
                 if isinstance(content, list) else []
             if results:
+                _stamp(turn, r.get("timestamp"))
                 for b in results:
                     use = uses.get(str(b.get("tool_use_id")))
                     if turn is None or use is None or b.get("is_error") is not True:
@@ -137,6 +200,7 @@ def _claude(records: list[dict]) -> Iterator[Turn]:
                 if turn is not None:
                     yield turn
                 turn = Turn(prompt)
+                _stamp(turn, r.get("timestamp"))
     if turn is not None:
         yield turn
 
@@ -161,9 +225,12 @@ def _codex(records: list[dict]) -> Iterator[Turn]:
                 if turn is not None:
                     yield turn
                 turn, said = Turn(prompt), set()
-        elif turn is None:
+            _stamp(turn, r.get("timestamp"))
             continue
-        elif kind == "event_msg" and what == "agent_message" or (
+        if turn is None:
+            continue
+        _stamp(turn, r.get("timestamp"))
+        if kind == "event_msg" and what == "agent_message" or (
                 kind == "response_item" and what == "message" and p.get("role") == "assistant"):
             text = str(p.get("message") or "") if kind == "event_msg" else "\n".join(
                 str(c.get("text") or "") for c in p.get("content") or [] if isinstance(c, dict))
@@ -208,7 +275,9 @@ def _gemini(messages: list[Any]) -> Iterator[Turn]:
                 if turn is not None:
                     yield turn
                 turn = Turn(prompt)
+            _stamp(turn, m.get("timestamp"))
         elif role in ("gemini", "model", "assistant") and turn is not None:
+            _stamp(turn, m.get("timestamp"))
             if text.strip():
                 turn.messages.append(text.strip())
             for call in m.get("toolCalls") or []:

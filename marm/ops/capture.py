@@ -26,7 +26,7 @@ from typing import Any
 
 from marm.capture import episode, highlights, tools
 from marm.capture.sentences import is_english
-from marm.capture.transcript import last_turn
+from marm.capture.transcript import Turn, last_turn
 from marm.errors import MarmError
 from marm.context import Ctx
 from marm.ops.memory import write_memory
@@ -41,15 +41,71 @@ class Captured:
     highlights: int = 0            # new highlights
 
 
-def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any]) -> int | None:
-    """One captured memory; a refused or empty text is skipped, never fatal."""
+@dataclass(frozen=True, slots=True)
+class Written:
+    """What became of each memory a turn yields: ``outcomes`` counts ``added``,
+    ``already here`` (the same text is stored in this project) and ``retracted here`` (the
+    text was retracted here) or ``refused`` (nothing left once cleaned, too long)."""
+
+    episode: int | None
+    highlights: int
+    outcomes: dict[str, int]
+
+
+def _put(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any],
+         recorded_at: str | None = None) -> tuple[int | None, str]:
+    """One captured memory and what became of it; a refused or empty text is skipped,
+    never fatal."""
+    from marm.errors import Refused
+
     try:
-        result = write_memory(ctx, text, kind=kind, session=session,
+        result = write_memory(ctx, text, kind=kind, session=session, recorded_at=recorded_at,
                               metadata={k: v for k, v in metadata.items() if v})
+    except Refused as exc:
+        log.info("capture skipped: %s", exc.message)
+        return None, "retracted here"
     except MarmError as exc:
         log.info("capture skipped: %s", exc.message)
-        return None
-    return result.id if result.created else None
+        return None, "refused"
+    return (result.id, "added") if result.created else (None, "already here")
+
+
+def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any]) -> int | None:
+    return _put(ctx, text, kind, session, metadata)[0]
+
+
+def write_turn(ctx: Ctx, session: str, record: episode.TurnRecord, agent: str, *, turn_id: str | None = None,
+               episode_too: bool = True, recorded_at: str | None = None,
+               extra: dict[str, Any] | None = None) -> Written:
+    """Write one turn's highlights and episode: the step the live Stop hook and a
+    transcript backfill share, so both store the same texts (and a turn captured live
+    is found again by content hash instead of stored twice). No journal is read or
+    written here. ``recorded_at`` back-dates the memories to when the turn happened;
+    ``extra`` adds to their metadata."""
+    where = {"agent": agent, "turn": turn_id, **(extra or {})}
+    outcomes: dict[str, int] = {}
+    with ctx.store().write():
+        kept = 0
+        for h in highlights.highlights(record.messages):
+            memory_id, outcome = _put(ctx, h.text, h.kind, session, {
+                **where, "captured": "highlight", "label": h.label, "score": round(h.score, 3)}, recorded_at)
+            kept += memory_id is not None
+            outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        episode_id = None
+        if episode_too:
+            body = episode.text(record, _root(ctx))
+            if body:
+                episode_id, outcome = _put(ctx, body, "episode", session, {
+                    **where, "captured": "episode", "interrupted": record.interrupted}, recorded_at)
+                outcomes[outcome] = outcomes.get(outcome, 0) + 1
+    return Written(episode_id, kept, outcomes)
+
+
+def record_of(turn: Turn) -> episode.TurnRecord:
+    """What an episode is made of, from a transcript's turn alone (no journal)."""
+    return episode.TurnRecord(prompt=turn.prompt, conclusion=turn.messages[-1] if turn.messages else "",
+                              messages=list(turn.messages), files=list(turn.files),
+                              failures=list(turn.failures), interrupted=turn.interrupted)
 
 
 def edited_files(tool_name: str | None, tool_input: dict[str, Any]) -> list[str]:
@@ -126,20 +182,11 @@ def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: 
         failures=[(r.subject, r.detail) for r in rows if r.kind == "fail"] or (seen.failures if seen else []),
         interrupted=interrupted or bool(seen and seen.interrupted and not final_message),
     )
-    where = {"agent": agent, "turn": turn_id}
     with store.write():
-        found = highlights.highlights(messages)
-        kept = sum(_write(ctx, h.text, h.kind, session,
-                          {**where, "captured": "highlight", "label": h.label, "score": round(h.score, 3)})
-                   is not None for h in found)
-        episode_id = None
+        done = write_turn(ctx, session, record, agent, turn_id=turn_id, episode_too=episode_too)
         if episode_too:
-            body = episode.text(record, _root(ctx))
-            if body:
-                episode_id = _write(ctx, body, "episode", session, {**where, "captured": "episode",
-                                                                    "interrupted": record.interrupted})
             journal.add(store, session, "turn", prompt[:8000])
-    return Captured(episode_id, kept)
+    return Captured(done.episode, done.highlights)
 
 
 def note_compact(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Captured:

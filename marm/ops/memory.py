@@ -60,6 +60,7 @@ def write_memory(
     valid_to: str | None = None,
     metadata: dict | None = None,
     force: bool = False,
+    recorded_at: str | None = None,
 ) -> LogResult:
     """The one write path every surface takes (CLI, MCP, hooks, benchmarks).
 
@@ -67,7 +68,8 @@ def write_memory(
     memory, its log row, its outbox tasks and its events in one transaction. The same
     text already active in the same project is not stored twice. Text retracted in the
     same scope (a tombstone) is refused with ``Refused`` unless ``force``; a forced
-    write says so in its event.
+    write says so in its event. ``recorded_at`` (an importer's) keeps the time the source
+    recorded the text instead of now.
     """
     check_content(text)
     cleaned = clean(text)
@@ -103,7 +105,7 @@ def write_memory(
         sessions.touch(store, session_name, project_key)
         memory = memories.insert(
             store, content=body, content_hash=digest, kind=memory_kind, session=session_name,
-            project=project_key, valid_from=start, valid_to=end,
+            project=project_key, valid_from=start, valid_to=end, recorded_at=recorded_at,
             metadata={**(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
             detail={"forced": True, "tombstone_of": grave.memory_id} if grave is not None else None,
         )

@@ -276,8 +276,15 @@ class _Importer:
 @op("import", idempotent=True)
 def import_(
     ctx: Ctx,
-    file: Annotated[str, Param("a file written by `marm export`", argument=True)],
-) -> ImportResult:
+    paths: Annotated[list[str] | None, Param(
+        "a file written by `marm export`; with --transcripts or --from, where to read "
+        "(default: the agents' or the tool's own place)", argument=True)] = None,
+    transcripts: Annotated[bool, Param("replay past Claude Code, Codex and Gemini CLI sessions "
+                                       "through the live capture (episodes and highlights)")] = False,
+    from_: Annotated[str | None, Param("import another tool's memory: marm (a MARM store)")] = None,
+    since: Annotated[str | None, Param("only what was recorded at or after this date or time")] = None,
+    dry_run: Annotated[bool, Param("say what would be imported, per project; store nothing")] = False,
+) -> ImportResult | Any:
     """Read a `marm export` file back into this store, keeping ids and times.
 
     Idempotent: importing the same file twice adds nothing. A memory whose id is taken
@@ -287,7 +294,23 @@ def import_(
     notebook entries are replaced only by newer ones; existing verdicts stand. Imported
     memories are queued for embedding and concepts; the import's own events have the
     source `import`.
+
+    --transcripts [PATH...] backfills past agent sessions (default: ~/.claude/projects,
+    ~/.codex/sessions, Gemini CLI's saved chats): each session goes to the project of
+    the directory it ran in, with the times it recorded; a turn already captured is
+    skipped. --from marm [PATH] imports MARM's store (~/.marm/marm_memory.db). Both are
+    idempotent, redact secrets, leave text retracted here out, and print what they took
+    and skipped per project.
     """
+    if isinstance(paths, str):  # an in-process caller passing one file
+        paths = [paths]
+    if transcripts or from_:
+        return _import_history(ctx, list(paths or []), transcripts, from_, since, dry_run)
+    if not paths or len(paths) != 1:
+        raise BadInput("give one file written by `marm export` (or --transcripts, or --from TOOL)")
+    if since or dry_run:
+        raise BadInput("--since and --dry-run go with --transcripts or --from")
+    file = paths[0]
     path = ctx.cwd / Path(file).expanduser()
     records = _read(path)
     by_type: dict[str, list[dict[str, Any]]] = {}
@@ -313,3 +336,28 @@ def import_(
     remapped = {str(a): b for a, b in job.ids["memory"].items() if a != b}
     return ImportResult(str(file), dict(job.added), dict(job.here), remapped, job.forgotten_here,
                         job.retracted_here)
+
+
+def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str | None, since: str | None,
+                    dry_run: bool) -> Any:
+    """Past sessions or another tool's store (``marm.importers``, loaded only here)."""
+    import importlib
+
+    from marm.importers import PLANNED, SOURCES
+    from marm.text import to_timestamp
+
+    if transcripts and source:
+        raise BadInput("--transcripts and --from are two imports; run them one after the other")
+    start = to_timestamp(since) if since else None
+    if transcripts:
+        from marm.importers.transcripts import backfill
+
+        return backfill(ctx, paths, start, dry_run)
+    if source in PLANNED:
+        raise BadInput(f"--from {source} has no importer yet; --from takes {', '.join(SOURCES)}")
+    if source not in SOURCES:
+        raise BadInput(f"--from takes {', '.join(SOURCES)}, not {source!r}")
+    if len(paths) > 1:
+        raise BadInput(f"--from {source} reads one PATH")
+    module = importlib.import_module(SOURCES[source])
+    return module.run(ctx, paths[0] if paths else None, start, dry_run)

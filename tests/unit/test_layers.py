@@ -9,7 +9,8 @@ cost, never a way to hide a cycle.
     face ops   marm.ops.agents (``marm hook``, ``marm init``), marm.ops.serve (``marm mcp``),
                marm.ops.view (``marm view``): the ops that start a face
     faces      marm.hooks, marm.mcp_server, marm.install, marm.view
-    ops        marm.ops (every other op, the registry, shared parameters and results)
+    ops        marm.ops (every other op, the registry, shared parameters and results),
+               marm.importers (what ``marm import`` reads from other tools)
     parts      marm.capture, marm.recall, marm.concepts, marm.code, marm.embed, marm.drain
     context    marm.context (the invocation's Ctx)
     store      marm.store (the only SQL)
@@ -26,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marm.__main__", "marm.cli"),
     ("marm.ops.agents", "marm.ops.serve", "marm.ops.view"),
     ("marm.hooks", "marm.mcp_server", "marm.install", "marm.view"),
-    ("marm.ops",),
+    ("marm.ops", "marm.importers"),
     ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain"),
     ("marm.context",),
     ("marm.store",),

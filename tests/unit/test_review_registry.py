@@ -50,7 +50,7 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "supersede": lambda s: {"old": s.first, "by": s.second},
     "restore": lambda s: {"id": s.doubted},
     "forget": lambda s: {"id": s.first},
-    "import": lambda s: {"file": str(s.export_file)},
+    "import": lambda s: {"paths": [str(s.export_file)]},
     "hook": lambda s: {"event": "stop", "agent": "claude", "payload": json.dumps({
         "session_id": "walk", "cwd": str(s.cwd), "hook_event_name": "Stop",
         "last_assistant_message": "We decided to keep the build cache in a volume. Fixed the "

@@ -1,0 +1,156 @@
+"""Backfill: past agent sessions replayed through the live capture.
+
+A transcript is read whole (``capture.transcript``, the parser the hooks use), and each
+of its turns goes through ``ops.capture.write_turn``, the step the Stop hook takes; so a
+backfilled turn yields the same episode and highlight texts the hooks would have
+stored, and a turn captured live is found again instead of stored twice (by its
+episode's first line in that session, and by content hash).
+
+Where each session goes: the project of the directory it recorded (``cwd``): that
+directory's git repository while it exists, else the recorded path itself. Gemini CLI
+records only a hash of its project root; it is matched against the directories the
+other transcripts and marm's projects name (and a ``.project_root`` file beside the
+chats). Times: a turn's memories are recorded at the time of the turn's last record
+(when a Stop hook would have run); ``valid_from`` stays unset, as for live capture.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from marm.importers import DryRun, ImportSummary, Tallies, acting, scoped, timestamp
+from marm.context import Ctx
+
+
+def default_places(env: dict[str, str] | None, home: Path) -> list[Path]:
+    """Where the agents keep their sessions: Claude Code's projects (also under
+    ``CLAUDE_CONFIG_DIR``), Codex's sessions (``CODEX_HOME``), Gemini CLI's saved chats."""
+    env = env or {}
+    places = [home / ".claude" / "projects"]
+    if env.get("CLAUDE_CONFIG_DIR"):
+        places.append(Path(env["CLAUDE_CONFIG_DIR"]).expanduser() / "projects")
+    places.append(Path(env["CODEX_HOME"]).expanduser() / "sessions" if env.get("CODEX_HOME")
+                  else home / ".codex" / "sessions")
+    gemini_home = Path(env["GEMINI_CLI_HOME"]).expanduser() if env.get("GEMINI_CLI_HOME") else home
+    places.append(gemini_home / ".gemini" / "tmp")
+    return list(dict.fromkeys(places))
+
+
+def files_in(places: Iterable[Path]) -> list[Path]:
+    """The transcript files under ``places`` (a file is taken as it is): Claude Code and
+    Codex JSON Lines, Gemini chats (``chats/*.json``); sub-agent side chains are not
+    turns of their own."""
+    found: list[Path] = []
+    for place in places:
+        if place.is_file():
+            found.append(place)
+            continue
+        if not place.is_dir():
+            continue
+        for path in sorted(place.rglob("*")):
+            if not path.is_file() or "subagents" in path.parts:
+                continue
+            if path.suffix == ".jsonl" or (path.suffix == ".json" and path.parent.name == "chats"):
+                found.append(path)
+    return list(dict.fromkeys(found))
+
+
+def _project(cwd: str | None) -> str | None:
+    from marm.scope import git_project
+
+    if not cwd:
+        return None
+    path = Path(cwd)
+    if path.exists():
+        return git_project(path)  # as a live hook in that directory would: outside git, global
+    return cwd
+
+
+def _gemini_cwd(path: Path, project_hash: str | None, candidates: Iterable[str]) -> str | None:
+    """The directory a Gemini chat ran in: a ``.project_root`` file beside its chats, or
+    the candidate directory whose SHA-256 is the chat's project hash."""
+    marker = path.parent.parent / ".project_root"
+    try:
+        if marker.is_file():
+            return marker.read_text(encoding="utf-8").strip() or None
+    except OSError:
+        pass
+    if not project_hash:
+        return None
+    for candidate in candidates:
+        if hashlib.sha256(candidate.encode()).hexdigest() == project_hash:
+            return candidate
+    return None
+
+
+def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> ImportSummary:
+    from marm.capture import episode
+    from marm.capture.transcript import read_records, session_of, turns_of
+    from marm.ops.capture import record_of, write_turn
+    from marm.store import backfill as reads
+
+    home = Path(ctx.env.get("HOME") or Path.home())
+    places = [ctx.cwd / Path(p).expanduser() for p in paths] if paths else default_places(dict(ctx.env), home)
+    files = files_in(places)
+    store = ctx.store()
+    tallies = Tallies()
+    parsed = []
+    for path in files:
+        try:
+            records = read_records(str(path), tail=max(path.stat().st_size, 1))
+        except OSError:
+            records = []
+        parsed.append((path, records, session_of(records)))
+    candidates = {s.cwd for _, _, s in parsed if s is not None and s.cwd} | set(reads.known_projects(store))
+    unreadable = 0
+    with ctx.progress(len(parsed), "transcripts") as bar:
+        for path, records, info in parsed:
+            bar.advance()
+            turns = turns_of(records)
+            if info is None or not turns:
+                unreadable += 1
+                continue
+            cwd = info.cwd
+            if info.agent == "gemini" and not cwd:
+                cwd = _gemini_cwd(path, info.project_hash, sorted(candidates))
+            project = _project(cwd)
+            tally = tallies.of(project)
+            session = info.session_id or path.stem
+            fallback = timestamp(os.path.getmtime(path))
+            sctx = scoped(ctx, project, cwd=Path(cwd) if cwd else ctx.cwd)
+            root = str(sctx.cwd) if cwd else None
+            seen = reads.episode_heads(store, session)
+            took = 0
+            try:
+                with acting(ctx, info.agent), store.write():
+                    for turn in turns:
+                        at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
+                        if since and at and at < since:
+                            tally.skip("before --since")
+                            continue
+                        record = record_of(turn)
+                        body = episode.text(record, root)
+                        if body and body.split("\n", 1)[0] in seen:
+                            tally.skip("turn captured already")
+                            continue
+                        done = write_turn(sctx, session, record, info.agent, recorded_at=at,
+                                          extra={"imported": "transcript"})
+                        took += 1
+                        if done.episode:
+                            tally.add("episode")
+                        if done.highlights:
+                            tally.add("highlight", done.highlights)
+                        for outcome, n in done.outcomes.items():
+                            if outcome != "added":
+                                tally.skip(outcome, n)
+                    if dry_run:
+                        raise DryRun
+            except DryRun:
+                pass
+            tally.turns += took
+            tally.sessions += 1 if took else 0
+    notes = [f"{unreadable} files held no turns (not a transcript, or empty)"] if unreadable else []
+    return ImportSummary.of("transcripts", dry_run, [str(p) for p in places if p.exists()], tallies, notes)
