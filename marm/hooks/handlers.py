@@ -181,7 +181,7 @@ def pre_compact(ctx: Ctx, ev: HookEvent) -> None:
 
 def session_end(ctx: Ctx, ev: HookEvent) -> None:
     """Capture a turn left open, then hand queued work (embeddings, concepts, dirty
-    repositories) to a detached drain."""
+    repositories) to a detached drain, and start a detached sync if a project is shared."""
     from marm import drain
     from marm.ops import capture
     from marm.store import code_repos, outbox
@@ -191,6 +191,10 @@ def session_end(ctx: Ctx, ev: HookEvent) -> None:
     store = ctx.store()
     if any(v["pending"] for v in outbox.counts(store).values()) or code_repos.dirty(store):
         drain.detach(ctx)
+    from marm.ops import sync  # team memory: a detached `marm sync` when a project is shared
+
+    if sync.wants_sync(ctx):
+        sync.start_detached(ctx)
 
 
 HANDLERS: dict[str, Callable[[Ctx, HookEvent], str | None]] = {

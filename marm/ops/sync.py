@@ -144,6 +144,26 @@ class SyncResult:
         return "\n".join(lines)
 
 
+def start_detached(ctx: Ctx, name: str | None = None) -> int:
+    """Start ``marm sync`` in a detached process (session end, cron) and return its pid;
+    its output goes to ``logs/sync.log`` in the marm home."""
+    log_dir = ctx.home / "logs"
+    log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(log_dir / "sync.log", "ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "marm", "sync", *([name] if name else [])], cwd=str(ctx.cwd),
+            env={**os.environ, **dict(ctx.env)}, stdin=subprocess.DEVNULL, stdout=out, stderr=out,
+            start_new_session=True, close_fds=True,
+        )
+    return proc.pid
+
+
+def wants_sync(ctx: Ctx) -> bool:
+    """Whether a session end should start a sync: a remote and a shared project exist."""
+    store = ctx.store()
+    return bool(sync_state.remotes(store)) and bool(sync_state.shares(store))
+
+
 @op("sync")
 def sync(
     ctx: Ctx,
@@ -161,9 +181,7 @@ def sync(
     if name and sync_state.remote(store, name) is None:
         raise NotFound(f"no remote named {name!r}; `marm remote add {name} URL` first")
     if detach:
-        subprocess.Popen([sys.executable, "-m", "marm", "sync", *([name] if name else [])],
-                         cwd=ctx.cwd, env={**ctx.env}, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True)
+        start_detached(ctx, name)
         return SyncResult([], detached=True)
     engine = _engine()
     out = []

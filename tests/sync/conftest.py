@@ -13,6 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.sync.helpers import Stores
+
 NO_PG = ("MARM_TEST_PG is not set: no PostgreSQL server to test against "
          "(.ci/run starts one from the distribution's binaries)")
 

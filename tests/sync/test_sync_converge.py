@@ -13,6 +13,7 @@ from marm.store import concept_verdicts
 from tests.sync.helpers import PROJECT
 
 ORDERS = ["012", "210", "102"]
+DEPLOY = "2026-03-02-deploy-blue green deploys behind the load balancer"
 
 
 def _round(s, order: str) -> None:
@@ -26,7 +27,7 @@ def test_three_stores_converge_whatever_the_order(stores, order):
     s.log(0, "DECISION: the API speaks JSON over HTTP/2")
     s.log(0, "NOTE: the staging database is reset nightly")
     s.log(1, "FIX: retry the flaky socket with backoff")
-    s.log(1, "2026-03-02-deploy-blue green deploys behind the load balancer")
+    s.log(1, DEPLOY)
     s.log(2, "DECISION: use PostgreSQL 15 for the team store")
     s.log(2, "DECISION: the API speaks JSON over HTTP/2")         # the same text twice: one memory
     _round(s, order)
@@ -37,7 +38,7 @@ def test_three_stores_converge_whatever_the_order(stores, order):
     # Verdicts on memories written elsewhere.
     review_ops.doubt(s.ctxs[0], s.id_of(0, "FIX: retry the flaky socket with backoff"), "unsure")
     review_ops.retract(s.ctxs[1], s.id_of(1, "NOTE: the staging database is reset nightly"), "not true")
-    old = s.id_of(2, "2026-03-02-deploy-blue green deploys behind the load balancer")
+    old = s.id_of(2, DEPLOY)
     review_ops.supersede(s.ctxs[2], old, s.id_of(2, "DECISION: use PostgreSQL 15 for the team store"))
     concept_verdicts.add_alias(s.ctxs[0].store(), "postgres", "postgresql")
     concept_verdicts.suppress(s.ctxs[1].store(), "thing", "noise")
@@ -48,9 +49,9 @@ def test_three_stores_converge_whatever_the_order(stores, order):
     status = {text: st for text, st, *_ in states[0]["memories"]}
     assert status["FIX: retry the flaky socket with backoff"] == "doubted"
     assert status["NOTE: the staging database is reset nightly"] == "retracted"
-    assert status["2026-03-02-deploy-blue green deploys behind the load balancer"] == "superseded"
+    assert status[DEPLOY] == "superseded"
     assert status["DECISION: use PostgreSQL 15 for the team store"] == "active"
-    superseded = [m for m in states[0]["memories"] if m[0] == "2026-03-02-deploy-blue green deploys behind the load balancer"][0]
+    superseded = [m for m in states[0]["memories"] if m[0] == DEPLOY][0]
     assert superseded[4] == "DECISION: use PostgreSQL 15 for the team store"
     assert states[0]["aliases"] == [("postgres", "postgresql")] and states[0]["suppressed"] == [("thing",)]
     assert len(states[0]["tombstones"]) == 1

@@ -7,8 +7,8 @@ from __future__ import annotations
 import orjson
 
 from marm.ops import review as review_ops
-from marm.ops.context import Ctx
 from marm.ops import transfer as transfer_ops
+from marm.ops.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import events
 from tests.sync.helpers import PROJECT, server_text, store_bytes
