@@ -220,11 +220,9 @@ def was_forgotten(store: Store, memory_id: int) -> bool:
         " ('memory.forget', 'memory.delete') LIMIT 1", (str(memory_id),)).fetchone() is not None
 
 
-def forgotten_hash(store: Store, content_hash: str, project: str | None) -> bool:
-    """Whether this text was forgotten here in this project: a pulled copy stays out."""
-    return store.conn.execute(
-        "SELECT 1 FROM events WHERE action = 'memory.forget' AND before_hash = ? AND project IS ? LIMIT 1",
-        (content_hash, project)).fetchone() is not None
+def forgotten_texts(store: Store) -> set[tuple[str, str | None]]:
+    """(hash, project) of every text forgotten here: a pulled copy of one stays out."""
+    return set(store.conn.execute("SELECT before_hash, project FROM events WHERE action = 'memory.forget'"))
 
 
 def set_valid_to(store: Store, memory_id: int, valid_to: str) -> None:

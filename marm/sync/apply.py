@@ -56,6 +56,7 @@ class Applier:
         self.ctx = Ctx(source="sync", cwd=store.path.parent, env={}, _store=store)
         self.counts: Counter[str] = Counter()
         self.erased = False
+        self.forgotten = sync_state.forgotten_texts(store)   # read once: no scan per create
 
     def local(self, gid: str | None) -> int | None:
         if not gid:
@@ -119,6 +120,8 @@ class Applier:
             review.forget(self.store, memory, data.get("reason"))
             done += 1
         digest = data.get("content_hash")
+        if digest:
+            self.forgotten.add((digest, project))
         while digest and (same := memories.find_by_hash(self.store, digest, project)) is not None:
             review.forget(self.store, same, data.get("reason"))
             done += 1
@@ -132,7 +135,7 @@ class Applier:
         if not text or data.get("erased"):
             return "forgotten at its origin"
         digest = data["content_hash"]
-        if sync_state.forgotten_hash(self.store, digest, project):
+        if (digest, project) in self.forgotten:
             return "forgotten here"
         existing = memories.find_by_hash(self.store, digest, project)
         if existing is not None and existing.status in memories.VISIBLE_STATUSES:

@@ -28,6 +28,7 @@ from marm.errors import Unavailable
 from marm.sync.engine import check_url
 from marm.sync.protocol import WireEvent
 
+_CREATES = ("memory.create", "memory.import")
 _LOCK = 0x6D61726D  # "marm": the advisory lock pushers serialise on
 
 SCHEMA = """
@@ -44,6 +45,8 @@ CREATE TABLE IF NOT EXISTS marm_events (
 );
 CREATE INDEX IF NOT EXISTS marm_events_memory ON marm_events (memory);
 CREATE INDEX IF NOT EXISTS marm_events_hash ON marm_events (project, (data->>'content_hash'));
+CREATE INDEX IF NOT EXISTS marm_events_forgets ON marm_events (project, (data->>'content_hash'))
+    WHERE action = 'memory.forget';
 """
 
 
@@ -76,19 +79,28 @@ class PgTransport:
                         " SELECT origin, seq, at, action, project, memory, data FROM marm_incoming"
                         " ORDER BY seq ON CONFLICT (origin, seq) DO NOTHING")
             added = cur.rowcount
-            # Erasure: the creates a pushed forget names (by id or by text in its
+            # Erasure: the creates a pushed forget names (by id, or by text in its
             # project), and any create pushed now of a text forgotten before.
-            cur.execute(
-                "UPDATE marm_events c SET data = (c.data - 'content' - 'log' - 'metadata')"
-                " || '{\"erased\": true}'::jsonb FROM marm_incoming i"
-                " WHERE c.action IN ('memory.create', 'memory.import') AND c.data ? 'content' AND ("
-                "  (i.action = 'memory.forget' AND (c.memory = i.memory OR (c.project IS NOT DISTINCT FROM"
-                "   i.project AND c.data->>'content_hash' = i.data->>'content_hash')))"
-                "  OR (i.action IN ('memory.create', 'memory.import') AND c.origin = i.origin AND c.seq = i.seq"
-                "   AND EXISTS (SELECT 1 FROM marm_events f WHERE f.action = 'memory.forget'"
-                "    AND f.project IS NOT DISTINCT FROM c.project"
-                "    AND f.data->>'content_hash' = c.data->>'content_hash')))"
-            )
+            forgets = [e for e in events if e["action"] == "memory.forget"]
+            if forgets:
+                cur.execute(
+                    "UPDATE marm_events SET data = (data - 'content' - 'log' - 'metadata')"
+                    " || '{\"erased\": true}'::jsonb WHERE action IN ('memory.create', 'memory.import')"
+                    " AND data ? 'content' AND (memory = ANY(%s)"
+                    " OR (project, data->>'content_hash') IN (SELECT * FROM unnest(%s::text[], %s::text[])))",
+                    ([f["memory"] for f in forgets], [f.get("project") for f in forgets],
+                     [(f.get("data") or {}).get("content_hash") for f in forgets]))
+            projects = sorted({e["project"] for e in events if e.get("project") and e["action"] in _CREATES})
+            if projects and cur.execute(
+                    "SELECT EXISTS (SELECT 1 FROM marm_events WHERE action = 'memory.forget'"
+                    " AND project = ANY(%s))", (projects,)).fetchone()[0]:
+                cur.execute(
+                    "UPDATE marm_events c SET data = (c.data - 'content' - 'log' - 'metadata')"
+                    " || '{\"erased\": true}'::jsonb WHERE c.origin = %s AND c.seq = ANY(%s)"
+                    " AND c.data ? 'content' AND EXISTS (SELECT 1 FROM marm_events f"
+                    " WHERE f.action = 'memory.forget' AND f.project = c.project"
+                    " AND (f.data->>'content_hash') = (c.data->>'content_hash'))",
+                    (events[0]["origin"], [e["seq"] for e in events if e["action"] in _CREATES]))
         return added
 
     def pull(self, cursor: str, origin: str, limit: int) -> tuple[list[WireEvent], str]:
