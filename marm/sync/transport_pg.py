@@ -56,6 +56,8 @@ class PgTransport:
             self.conn = psycopg.connect(check_url(url), autocommit=True, connect_timeout=10)
         except psycopg.Error as exc:
             raise Unavailable(f"cannot reach {url}: {str(exc).strip().splitlines()[0]}") from None
+        if self.conn.execute("SELECT to_regclass('marm_events_forgets') IS NOT NULL").fetchone()[0]:
+            return  # the schema is there: one round trip, not six, on every sync
         with self.conn.transaction():
             # Two first syncs at once must not both create the table.
             self.conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
