@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from marm.store import events
 from marm.store.db import Store, now
 
 #: Actions of the audit trail that travel, and the verdicts among them.
@@ -68,10 +69,20 @@ def remote(store: Store, name: str) -> Remote | None:
 
 def add_remote(store: Store, name: str, url: str) -> None:
     store.conn.execute("INSERT INTO sync_remotes (name, url, added_at) VALUES (?,?,?)", (name, url, now()))
+    events.append(store, "remote.add", "remote", name, detail={"url": url})
 
 
 def remove_remote(store: Store, name: str) -> bool:
-    return store.conn.execute("DELETE FROM sync_remotes WHERE name = ?", (name,)).rowcount > 0
+    gone = store.conn.execute("DELETE FROM sync_remotes WHERE name = ?", (name,)).rowcount > 0
+    if gone:
+        events.append(store, "remote.remove", "remote", name)
+    return gone
+
+
+def record_sync(store: Store, name: str, pushed: int, new: int, pulled: int) -> None:
+    """What a sync moved, in the audit trail (this event itself never travels)."""
+    events.append(store, "remote.sync", "remote", name,
+                  detail={"pushed": pushed, "new_on_remote": new, "pulled": pulled})
 
 
 def mark_pushed(store: Store, name: str, upto: int) -> None:
@@ -102,11 +113,16 @@ def shares(store: Store) -> dict[str, str]:
 def share(store: Store, project: str, name: str) -> bool:
     cur = store.conn.execute("INSERT OR IGNORE INTO sync_shares (project, name, at) VALUES (?,?,?)",
                              (project, name, now()))
+    if cur.rowcount:
+        events.append(store, "project.share", "project", project, project=project, detail={"name": name})
     return cur.rowcount > 0
 
 
 def unshare(store: Store, project: str) -> bool:
-    return store.conn.execute("DELETE FROM sync_shares WHERE project = ?", (project,)).rowcount > 0
+    gone = store.conn.execute("DELETE FROM sync_shares WHERE project = ?", (project,)).rowcount > 0
+    if gone:
+        events.append(store, "project.unshare", "project", project, project=project)
+    return gone
 
 
 # -- pushing -----------------------------------------------------------------------------

@@ -83,6 +83,8 @@ def sync(store: Store, name: str, transport: Transport | None = None) -> SyncRep
     try:
         pushed, new = push(store, name, transport)
         pulled, applied = pull(store, name, transport)
+        with store.write():
+            sync_state.record_sync(store, name, pushed, new, pulled)
     finally:
         if own_transport:
             transport.close()

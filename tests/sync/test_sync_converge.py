@@ -75,6 +75,13 @@ def test_two_stores_converge_and_a_second_sync_moves_nothing(stores):
     s.sync(1)
     assert s.state(0) == s.state(1) and len(s.state(0)["memories"]) == 20
     assert s.recorded_times(0) == s.recorded_times(1)     # ids differ, times travel as they were
+    # Vectors and graphs do not travel: each pulled memory is queued here like a local write.
+    from marm.store import outbox
+
+    for i in (0, 1):
+        queued = outbox.counts(s.ctxs[i].store())
+        assert queued["embed"]["pending"] == 20 and queued["concepts"]["pending"] == 20, queued
+        assert s.ctxs[i].store().conn.execute("SELECT count(*) FROM memory_vectors").fetchone()[0] == 0
     again = [s.sync(0), s.sync(1)]
     assert all(r["pushed"] == 0 and r["pulled"] == 0 for r in again), again
 
