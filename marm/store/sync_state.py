@@ -244,3 +244,48 @@ def forgotten_texts(store: Store) -> set[tuple[str, str | None]]:
 def set_valid_to(store: Store, memory_id: int, valid_to: str) -> None:
     """The end a pulled supersede gave its memory where it was given."""
     store.conn.execute("UPDATE memories SET valid_to = ? WHERE id = ?", (valid_to, memory_id))
+
+
+#: Concept verdict events a replay folds, with the imports that brought verdicts in.
+CONCEPT_IMPORTS = ("concept_alias.import", "concept_suppression.import", "concept_dismissal.import")
+
+
+def replay_concept_verdicts(store: Store, own: str) -> None:
+    """Rebuild the concept verdict tables by folding every concept verdict event, local
+    and pulled, in (time, origin, sequence) order: merges do not commute (``merge A B``
+    then ``merge B C`` differs from the reverse), so applying pulled ones on top of local
+    ones in arrival order would leave stores apart. Each step does what
+    ``marm.store.concept_verdicts`` does for that verdict; an import only fills a key
+    that is free, as ``marm import`` does. Call inside ``store.write()``."""
+    assert store.in_transaction
+    rows = store.conn.execute(
+        "SELECT action, entity_id, reason, detail, at FROM events"
+        f" WHERE action IN ({','.join('?' * (len(CONCEPT) + len(CONCEPT_IMPORTS)))})"
+        " ORDER BY at, coalesce(origin, ?), coalesce(origin_seq, id)",
+        [*CONCEPT, *CONCEPT_IMPORTS, own],
+    ).fetchall()
+    conn = store.conn
+    for table in ("concept_aliases", "concept_suppressions", "concept_dismissals"):
+        conn.execute(f"DELETE FROM {table}")
+    for action, entity_id, reason, raw, at in rows:
+        detail = orjson.loads(raw or "{}")
+        if action == "concept.merge" and detail.get("alias") and detail.get("canonical"):
+            conn.execute("INSERT INTO concept_aliases (alias, canonical, at) VALUES (?,?,?) ON CONFLICT (alias)"
+                         " DO UPDATE SET canonical = excluded.canonical, at = excluded.at",
+                         (detail["alias"], detail["canonical"], at))
+            conn.execute("DELETE FROM concept_aliases WHERE alias = ?", (detail["canonical"],))
+        elif action == "concept.suppress":
+            conn.execute("INSERT INTO concept_suppressions (name, reason, at) VALUES (?,?,?) ON CONFLICT (name)"
+                         " DO UPDATE SET reason = excluded.reason, at = excluded.at", (entity_id, reason, at))
+        elif action == "concept.dismiss" and detail.get("a") and detail.get("b"):
+            conn.execute("INSERT OR REPLACE INTO concept_dismissals (a, b, at) VALUES (?,?,?)",
+                         (detail["a"], detail["b"], at))
+        elif action == "concept_alias.import" and detail.get("canonical"):
+            conn.execute("INSERT OR IGNORE INTO concept_aliases (alias, canonical, at) VALUES (?,?,?)",
+                         (entity_id, detail["canonical"], at))
+        elif action == "concept_suppression.import":
+            conn.execute("INSERT OR IGNORE INTO concept_suppressions (name, reason, at) VALUES (?,?,?)",
+                         (entity_id, detail.get("reason"), at))
+        elif action == "concept_dismissal.import" and "|" in entity_id:
+            a, b = entity_id.split("|", 1)
+            conn.execute("INSERT OR IGNORE INTO concept_dismissals (a, b, at) VALUES (?,?,?)", (a, b, at))

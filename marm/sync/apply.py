@@ -21,7 +21,9 @@ Rules (the same on every store, so the same events give the same state):
   same store function as ``marm forget`` (row, log row, vectors, index terms; the text
   leaves the file), and any later create of it is ignored.
 - **Concept verdicts** (merge, suppress, dismiss) are applied through the same store
-  functions as ``marm concepts merge|remove|dismiss``.
+  functions as ``marm concepts merge|remove|dismiss``; since merges do not commute, the
+  verdict tables are then rebuilt by folding every concept verdict event in (time,
+  origin, sequence) order (``sync_state.replay_concept_verdicts``), the same on every store.
 
 Every local event written while applying one pulled event is stamped with that event's
 origin, sequence and time (``sync_state.stamp``): history shows when and where the
@@ -71,6 +73,8 @@ class Applier:
         with acting_as(self.store, "sync"):
             for e in events:
                 self.one(e)
+            if self.counts["concept verdict"]:
+                sync_state.replay_concept_verdicts(self.store, self.own)
 
     def one(self, e: WireEvent) -> None:
         if e["origin"] == self.own:

@@ -61,6 +61,7 @@ class Stores:
             "tombstones": sorted(conn.execute("SELECT content_hash, scope FROM tombstones").fetchall()),
             "aliases": sorted(conn.execute("SELECT alias, canonical FROM concept_aliases").fetchall()),
             "suppressed": sorted(conn.execute("SELECT name FROM concept_suppressions").fetchall()),
+            "dismissed": sorted(conn.execute("SELECT a, b FROM concept_dismissals").fetchall()),
         }
 
     def recorded_times(self, i: int) -> dict[str, str]:

@@ -140,3 +140,23 @@ def test_an_unshared_project_stays_out_until_shared_then_travels(stores):
     got = memories.recent(s.ctxs[1].store(), Filter(project="side"), limit=10)
     assert [m.content for m in got] == ["NOTE: the side project uses Rust"]
     assert PROJECT not in {m.project for m in got}
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_concept_merges_that_do_not_commute_converge(stores, first):
+    """merge(a -> b) on one store and merge(b -> c) on another give different tables in
+    the two arrival orders; the fold in (time, origin, seq) order makes them equal."""
+    s = stores(2)
+    s.log(0, "NOTE: something to share")
+    concept_verdicts.add_alias(s.ctxs[0].store(), "pg", "postgres")        # earlier
+    concept_verdicts.add_alias(s.ctxs[1].store(), "postgres", "postgresql")  # later
+    concept_verdicts.dismiss(s.ctxs[1].store(), "redis", "valkey")
+    concept_verdicts.suppress(s.ctxs[0].store(), "stuff", None)
+    s.sync(first)
+    s.sync(1 - first)
+    s.sync(first)
+    a, b = s.state(0), s.state(1)
+    assert a == b
+    # In time order: pg -> postgres, then postgres -> postgresql (pg follows the chain).
+    assert a["aliases"] == [("pg", "postgres"), ("postgres", "postgresql")]
+    assert a["dismissed"] == [("redis", "valkey")] and a["suppressed"] == [("stuff",)]
