@@ -28,16 +28,16 @@ PULL_BATCH = 2000
 LOCK_WAIT_S = 120
 
 
-def open_transport(url: str) -> Transport:
+def open_transport(url: str, connect_timeout: int = 10) -> Transport:
     """The transport of a remote URL: ``postgresql://...`` or ``dir:PATH``."""
     if url.startswith("dir:"):
         from marm.sync.transport_dir import DirTransport
 
         return DirTransport(url[len("dir:"):])
-    if url.startswith(("postgresql://", "postgres://")) or url.startswith("service="):
+    if url.startswith(("postgresql://", "postgres://")):
         from marm.sync.transport_pg import PgTransport  # imports psycopg: only a sync pays for it
 
-        return PgTransport(url)
+        return PgTransport(url, connect_timeout)
     raise BadInput(f"unknown remote {url!r}: use postgresql://USER@HOST/DB or dir:PATH")
 
 
@@ -156,7 +156,7 @@ def status(store: Store, with_remote: bool = True) -> list[dict[str, object]]:
         }
         if with_remote:
             try:
-                t = open_transport(r.url)
+                t = open_transport(r.url, connect_timeout=2)  # status answers even if a server is gone
                 try:
                     row["behind"] = t.behind(r.pull_cursor, own)
                 finally:

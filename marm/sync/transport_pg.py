@@ -51,9 +51,9 @@ CREATE INDEX IF NOT EXISTS marm_events_forgets ON marm_events (project, (data->>
 
 
 class PgTransport:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, connect_timeout: int = 10) -> None:
         try:
-            self.conn = psycopg.connect(check_url(url), autocommit=True, connect_timeout=10)
+            self.conn = psycopg.connect(check_url(url), autocommit=True, connect_timeout=connect_timeout)
         except psycopg.Error as exc:
             raise Unavailable(f"cannot reach {url}: {str(exc).strip().splitlines()[0]}") from None
         if self.conn.execute("SELECT to_regclass('marm_events_forgets') IS NOT NULL").fetchone()[0]:

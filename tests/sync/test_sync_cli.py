@@ -103,3 +103,15 @@ def test_a_session_end_hook_starts_a_detached_sync_when_a_project_is_shared(tmp_
     chunks = list(remote.glob("chunks/*.jsonl"))
     assert chunks and b"sent at session end" in chunks[0].read_bytes()
     time.sleep(1)  # let the detached sync finish its pull before the folder goes
+
+
+def test_status_answers_when_a_postgres_remote_is_unreachable(tmp_path):
+    env = {**ENV, "MARM_HOME": str(tmp_path / "a")}
+    url = f"postgresql://marm@/postgres?host={tmp_path / 'no-server-here'}"
+    assert run_marm("remote", "add", "down", url, env=env).code == 0
+    status = run_marm("status", env=env)
+    assert status.code == 0, status.err
+    remote = status.json()["remotes"][0]
+    assert remote["name"] == "down" and remote["behind"] is None and "cannot reach" in remote["error"]
+    failed = run_marm("sync", env=env)
+    assert failed.code == 7 and "cannot reach" in failed.err
