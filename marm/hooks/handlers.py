@@ -179,13 +179,15 @@ def pre_compact(ctx: Ctx, ev: HookEvent) -> None:
 
 def session_end(ctx: Ctx, ev: HookEvent) -> None:
     """Capture a turn left open, then hand queued work (embeddings, concepts, dirty
-    repositories) to a detached drain."""
-    from marm.ops import capture
+    repositories) to a detached drain, and start a detached sync if a project is shared."""
+    from marm.ops import capture, sync
     from marm.ops.background import hand_off
 
     if ev.session_id and _on(ctx, "capture"):
         capture.close_session(ctx, ev.session_id, ev.transcript_path, ev.agent)
     hand_off(ctx)
+    if sync.wants_sync(ctx):  # team memory: a detached `marm sync` when a project is shared
+        sync.start_detached(ctx)
 
 
 HANDLERS: dict[str, Callable[[Ctx, HookEvent], str | None]] = {

@@ -43,6 +43,11 @@ COMMANDS: dict[str, dict[str, str]] = {
         "export": "Write the store as JSON lines on standard output: `marm export > backup.jsonl`.",
         "import": "Read a `marm export` file back into this store, keeping ids and times.",
     },
+    "marm.ops.sync": {
+        "remote": "Remotes to sync with: a PostgreSQL server or a directory (add, list, remove).",
+        "share": "Share a project's memory with the remotes: nothing syncs until a project is shared.",
+        "sync": "Push this store's events of the shared projects, then pull the others'.",
+    },
     "marm.ops.system": {
         "status": "Counts, background backlog, running drains, database and optional parts.",
         "doctor": "Check the store and the optional parts, and advise; changes nothing.",

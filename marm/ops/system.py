@@ -15,6 +15,7 @@ from marm.errors import BadInput
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 from marm.store import events, flags, leases, memories, outbox
+from marm.store.db import Store
 from marm.store.migrations import SCHEMA_VERSION
 
 
@@ -65,6 +66,7 @@ class StatusResult:
     leases: list[dict[str, str]]
     components: list[Component]
     settings: dict[str, str] = field(default_factory=dict)
+    remotes: list[dict[str, object]] = field(default_factory=list)   # `marm sync`: each remote's state
 
     def text(self) -> str:
         m = self.memories
@@ -85,6 +87,10 @@ class StatusResult:
                          f" {lease['progress']}")
         for c in self.components:
             lines.append(f"{c.name:<10} {'ok' if c.available else 'unavailable'}: {c.detail}")
+        for r in self.remotes:
+            behind = r.get("error") or f"{r['behind']} behind"
+            lines.append(f"remote     {r['name']}: {r['ahead']} ahead, {behind}; last push "
+                         f"{r['last_push_at'] or 'never'}, last pull {r['last_pull_at'] or 'never'}")
         return "\n".join(lines)
 
 
@@ -117,7 +123,18 @@ def status(ctx: Ctx) -> StatusResult:
         ],
         components=components(),
         settings={k: ctx.setting(k) for k in config.SETTINGS},
+        remotes=_remotes(store),
     )
+
+
+def _remotes(store: Store) -> list[dict[str, object]]:
+    from marm.store import sync_state
+
+    if not sync_state.remotes(store):
+        return []
+    from marm.sync import engine  # only a store with remotes pays for asking them
+
+    return engine.status(store)
 
 
 @dataclass(frozen=True, slots=True)

@@ -272,11 +272,59 @@ def m004_turn_journal(conn: sqlite3.Connection) -> None:
     )
 
 
+def m005_sync(conn: sqlite3.Connection) -> None:
+    """Replication (``marm sync``): the audit trail becomes the log that travels.
+
+    Each store gets an origin id once; a local event's global id is (origin, events.id).
+    An event written while applying a pulled one carries that event's origin and
+    sequence, so it is never pushed back. ``sync_ids`` maps origin-qualified memory ids
+    to local ones; ``sync_applied`` makes a pull idempotent. No text is kept here."""
+    _run(
+        conn,
+        """
+        ALTER TABLE events ADD COLUMN origin TEXT;          -- NULL: made here
+        ALTER TABLE events ADD COLUMN origin_seq INTEGER;   -- its sequence at its origin
+        CREATE INDEX events_origin ON events(origin, origin_seq);
+        CREATE TABLE sync_meta (
+            key    TEXT PRIMARY KEY,
+            value  TEXT NOT NULL
+        );
+        INSERT INTO sync_meta (key, value) VALUES ('origin', lower(hex(randomblob(12))));
+        CREATE TABLE sync_remotes (
+            name          TEXT PRIMARY KEY,
+            url           TEXT NOT NULL,              -- never with a password
+            added_at      TEXT NOT NULL,
+            pushed_upto   INTEGER NOT NULL DEFAULT 0, -- local events.id pushed so far
+            pull_cursor   TEXT NOT NULL DEFAULT '',   -- the transport's position
+            last_push_at  TEXT,
+            last_pull_at  TEXT
+        );
+        CREATE TABLE sync_shares (
+            project    TEXT PRIMARY KEY,              -- the local project key
+            name       TEXT NOT NULL UNIQUE,          -- its name on every remote
+            at         TEXT NOT NULL
+        );
+        CREATE TABLE sync_ids (
+            gid        TEXT PRIMARY KEY,              -- origin:id of a memory made elsewhere
+            local_id   INTEGER NOT NULL,
+            adopted    INTEGER NOT NULL DEFAULT 0     -- 1: the same text was already here
+        );
+        CREATE INDEX sync_ids_local ON sync_ids(local_id);
+        CREATE TABLE sync_applied (
+            origin     TEXT NOT NULL,
+            seq        INTEGER NOT NULL,
+            PRIMARY KEY (origin, seq)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_validity_index,
     m003_memory_count,
     m004_turn_journal,
+    m005_sync,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -86,7 +86,7 @@ def test_a_database_from_a_newer_marm_is_a_clear_error(tmp_path, marm_home):
     conn.close()
 
 
-HEAVY = ("fastembed", "onnxruntime", "spacy", "tree_sitter", "mcp", "numpy")
+HEAVY = ("fastembed", "onnxruntime", "spacy", "tree_sitter", "mcp", "numpy", "psycopg")
 
 _PROBE = """
 import json, sys
@@ -106,6 +106,7 @@ sys.stderr.write("HEAVY=" + json.dumps(sorted({m.split(".")[0] for m in sys.modu
     ["log", "the quick path must stay light"],
     ["recall", "--mode", "lexical", "light path"],
     ["recall", "MAX_RETRIES"],
+    ["remote", "list"],
 ])
 def test_fast_paths_import_no_heavy_library(tmp_path, args):
     proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args), json.dumps(HEAVY)],

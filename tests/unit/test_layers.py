@@ -10,7 +10,7 @@ cost, never a way to hide a cycle.
                marm.ops.view (``marm view``): the ops that start a face
     faces      marm.hooks, marm.mcp_server, marm.install, marm.view
     ops        marm.ops (every other op, the registry, shared parameters and results),
-               marm.importers (what ``marm import`` reads from other tools)
+               marm.importers (what ``marm import`` reads from other tools), marm.sync (replication)
     parts      marm.capture, marm.recall, marm.concepts, marm.code, marm.embed, marm.drain
     context    marm.context (the invocation's Ctx)
     store      marm.store (the only SQL)
@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marm.__main__", "marm.cli"),
     ("marm.ops.agents", "marm.ops.serve", "marm.ops.view"),
     ("marm.hooks", "marm.mcp_server", "marm.install", "marm.view"),
-    ("marm.ops", "marm.importers"),
+    ("marm.ops", "marm.importers", "marm.sync"),
     ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain"),
     ("marm.context",),
     ("marm.store",),

@@ -62,7 +62,23 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "embed": lambda s: {"reindex": True, "all_memories": True},
     "code index": lambda s: {"path": _repo(s.cwd)},
     "code forget": lambda s: {"path": _indexed(s.cwd)},
+    "remote add": lambda s: {"name": "walk", "url": f"dir:{s.cwd / 'walk-remote'}"},
+    "remote remove": lambda s: {"name": _remote(s.cwd)},
+    "share": lambda s: {"project": "walk-project"},
+    "sync": lambda s: {"name": _remote(s.cwd)},
 }
+
+
+def _remote(cwd: Path) -> str:
+    """A dir: remote to remove or sync with."""
+    from marm.ops.sync import remote_add
+
+    adder = Ctx(cwd=cwd, env=dict(os.environ))
+    try:
+        remote_add(adder, "walk", f"dir:{cwd / 'walk-remote'}")
+    finally:
+        adder.close()
+    return "walk"
 
 
 def _repo(cwd: Path) -> str:
