@@ -120,6 +120,15 @@ KINDS = (
 )
 
 
+def labelled_kind(text: str) -> str | None:
+    """The kind a leading label names (``DECISION: ...``, ``**Fix** - ...``), or None."""
+    m = _KIND_LABEL.match(text)
+    if m is None:
+        return None
+    label = m.group(1).lower()
+    return _KIND_OF_LABEL.get(label, label)
+
+
 def classify(text: str) -> str:
     """Guess a memory's kind from a leading label or a few telling words."""
     m = _KIND_LABEL.match(text)

@@ -23,6 +23,7 @@ from pathlib import Path
 import orjson
 
 from marm.capture.sentences import is_english, sentences
+from marm.text import labelled_kind
 
 HERE = Path(__file__).parent
 WEIGHTS = HERE / "highlights.f32"
@@ -31,6 +32,8 @@ DROP = "drop"
 #: Kinds of highlight, as memory kinds.
 KIND_OF_LABEL = {"decision": "decision", "root_cause": "fix", "fix": "fix", "convention": "convention",
                  "lesson": "lesson"}
+#: The classifier's label for a memory kind a sentence names in its own label.
+LABEL_OF_KIND = {"decision": "decision", "fix": "fix", "lesson": "lesson"}
 #: Most highlights one message may give, and longest highlight.
 MAX_PER_TURN = 8
 MAX_CHARS = 600
@@ -130,7 +133,9 @@ def highlights(messages: list[str], limit: int = MAX_PER_TURN, m: Model | None =
         if not is_english(message):
             continue
         said = list(dict.fromkeys(sentences(message)))
-        scored = [classify(s, m) for s in said]
+        # A sentence its writer labelled (``DECISION: ...``, marm's own convention) is kept as labelled.
+        scored = [(LABEL_OF_KIND[k], 1.0) if (k := labelled_kind(s)) in LABEL_OF_KIND else classify(s, m)
+                  for s in said]
         for i, (label, keep) in enumerate(scored):
             if keep < m.keep or said[i] in seen:
                 continue

@@ -15,7 +15,6 @@ Without the CLIs (npm unreachable, no node) every test here skips and says why.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -180,16 +179,15 @@ def test_a_real_agent_session_with_marm(agent, tmp_path):
     with_prompt = [r for r in s.mock.model_requests() if PROMPT in r.text]
     assert any("shared tmp dir" in r.text and "retrieved data" in r.text for r in with_prompt)
 
-    # Stop captured the turn's decision
+    # Stop captured the turn: its episode (prompt and conclusion) and the decision it states
     decided = json.loads(s.marm("recall", "three retries e2e upload check", "--mode", "lexical",
-                                "--json").stdout)
-    sources = {m["content"]: m["source"] for m in decided["results"]}
-    assert sources.get(DECIDED, "").startswith("hook:"), sources
+                                "--json", "--detail", "3").stdout)
+    kinds = {m["kind"] for m in decided["results"] if DECIDED[len("DECISION: "):] in m["content"]
+             and m["source"] == "hook:stop"}
+    assert {"episode", "decision"} <= kinds, decided["results"]
 
     # the failing command came back to the model, and marm kept it
     assert "nonexistent-marm-e2e-dir" in main[-1].text
-    kept = json.loads(s.marm("recall", "/nonexistent-marm-e2e-dir", "--mode", "exact", "--json").stdout)
-    if not kept["results"] and importlib.util.find_spec("marm.capture") is None:
-        pytest.xfail(f"{agent}'s failed-command payload (Claude: PostToolUseFailure) is read by the capture "
-                     "rewrite (marm/capture), which is not on this branch yet")
-    assert any("nonexistent-marm-e2e-dir" in m["content"] for m in kept["results"]), kept
+    kept = json.loads(s.marm("recall", "/nonexistent-marm-e2e-dir", "--mode", "exact", "--json",
+                             "--detail", "3").stdout)
+    assert any(f"Failed: `{FAILING}`" in m["content"] and m["kind"] == "episode" for m in kept["results"]), kept
