@@ -20,6 +20,16 @@ FAILURES = 4
 CODE_LINES = 6
 
 _FENCE = re.compile(r"```[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
+#: What hooks put into a prompt (marm's own fenced blocks, an agent's hook context
+#: wrapper): never captured back, or memory would feed on itself.
+_INJECTED = re.compile(
+    r"<hook_context>.*?(?:</hook_context>|\Z)|<marm-memory\b.*?(?:</marm-memory>|\Z)"
+    r"|\[marm-memory\b.*?(?:\[/marm-memory\]|\Z)", re.DOTALL | re.IGNORECASE)
+
+
+def without_injected(text: str) -> str:
+    """``text`` without the blocks hooks injected into it."""
+    return _INJECTED.sub("", text).strip() if "marm-memory" in text or "<hook_context>" in text else text
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from marm.capture import tools
+from marm.capture.episode import without_injected
 
 #: How much of a transcript's end is read.
 TAIL_BYTES = 1024 * 1024
@@ -153,7 +154,7 @@ def _texts(content: Any) -> str:
 
 def _typed(text: str) -> str | None:
     """The prompt a person typed, or None for a record that only looks like one."""
-    s = text.strip()
+    s = without_injected(text).strip()
     if not s or s.startswith(_META_PREFIX):
         return None
     return s

@@ -127,7 +127,7 @@ def note_prompt(ctx: Ctx, session: str, prompt: str, transcript: str | None, age
     head, _ = journal.open_turn(ctx.store(), session)
     if head is not None:
         capture_turn(ctx, session, transcript, None, agent, interrupted=True)
-    journal.add(ctx.store(), session, "prompt", prompt[:8000])
+    journal.add(ctx.store(), session, "prompt", episode.without_injected(prompt)[:8000])
 
 
 def note_tool(ctx: Ctx, session: str, tool_name: str | None, tool_input: dict[str, Any], response: Any,

@@ -183,3 +183,12 @@ def test_render_per_agent():
     assert adapters.render("gemini", "stop", "ignored") == {}
     out = adapters.render("gemini", "prompt", "ctx")
     assert out == {"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "ctx"}}
+
+
+def test_what_hooks_injected_is_never_captured_back():
+    prompt = ("<hook_context>[marm-memory: retrieved data]\nmarm briefing ...\n[/marm-memory]</hook_context>\n"
+              "why was the upload test flaky?")
+    assert episode.without_injected(prompt) == "why was the upload test flaky?"
+    fenced = f"{inject.OPEN}\n#3 decision: use WAL\n{inject.CLOSE}\nand now the cache?"
+    assert episode.without_injected(fenced) == "and now the cache?"
+    assert episode.without_injected("plain <b>html</b> stays") == "plain <b>html</b> stays"
