@@ -14,6 +14,7 @@ from typing import Any
 from marm import config, scope
 from marm.errors import BadInput
 from marm.store import Actor, Store, flags
+from marm.text import clean_name
 
 
 @dataclass
@@ -52,8 +53,8 @@ class Ctx:
         if explicit is not None:
             if not explicit.strip():
                 raise BadInput("a session name cannot be empty")
-            return explicit
-        return self.setting("session")
+            return clean_name(explicit)
+        return clean_name(self.setting("session"))
 
     @contextmanager
     def progress(self, total: int | None, description: str) -> Iterator[Any]:

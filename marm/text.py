@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from marm.config import MAX_CONTENT_CHARS
 from marm.errors import BadInput
+from marm.redact import redact
 
 _SPACE = re.compile(r"\s+")
 
@@ -31,30 +31,6 @@ def content_hash(text: str) -> str:
 
 _PRIVATE = re.compile(r"<private>.*?(?:</private>|\Z)", re.DOTALL | re.IGNORECASE)
 
-#: (kind, pattern). Each match is replaced by ``[REDACTED:kind]``; a pattern with two
-#: groups keeps its first group (the ``password=`` part) and redacts the second.
-SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (kind, re.compile(pattern))
-    for kind, pattern in (
-        ("private_key", r"(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)"),
-        ("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-        ("github_token", r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{40,})\b"),
-        ("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"),
-        ("openai_key", r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{20,}"),
-        ("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-        ("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-        ("stripe_key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}\b"),
-        ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-        ("bearer_token", r"(?i)\b(bearer\s+)([A-Za-z0-9_\-\.=]{20,})"),
-        (
-            "password",
-            r"(?i)\b((?:password|passwd|secret|api_key|apikey|access_token|auth_token)[\"']?"
-            r"\s{0,3}[:=]\s{0,3}[\"']?)(?!\[REDACTED)([^\s\"',;]{8,})",
-        ),
-    )
-)
-
-
 @dataclass(frozen=True, slots=True)
 class Cleaned:
     text: str
@@ -62,24 +38,16 @@ class Cleaned:
     private_spans: int
 
 
-def _keep_prefix(mark: str) -> Callable[[re.Match[str]], str]:
-    """A replacement that keeps a pattern's first group (``key=``) and redacts the rest."""
-    return lambda m: m.group(1) + mark
-
-
 def clean(text: str) -> Cleaned:
-    """Drop ``<private>`` spans and redact secrets; say what was removed."""
+    """Drop ``<private>`` spans and redact secrets (``marm.redact``); say what was removed."""
     text, private = _PRIVATE.subn("", text)
-    redacted: dict[str, int] = {}
-    for kind, pattern in SECRET_PATTERNS:
-        mark = f"[REDACTED:{kind}]"
-        if pattern.groups == 2:
-            text, n = pattern.subn(_keep_prefix(mark), text)
-        else:
-            text, n = pattern.subn(mark, text)
-        if n:
-            redacted[kind] = redacted.get(kind, 0) + n
+    text, redacted = redact(text)
     return Cleaned(text=text, redacted=redacted, private_spans=private)
+
+
+def clean_name(name: str) -> str:
+    """A name marm stores (a session, a notebook entry) with any secret in it redacted."""
+    return redact(name)[0]
 
 
 def check_content(text: str) -> str:

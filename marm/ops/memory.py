@@ -16,7 +16,7 @@ from marm.scope import display
 from marm.store import events, logs, memories, notebook, review, sessions
 from marm.store.memories import Filter
 from marm.store.records import LogEntry, Memory
-from marm.text import check_content, classify, clean, content_hash, to_timestamp
+from marm.text import check_content, classify, clean, clean_name, content_hash, to_timestamp
 
 _LOG_FORM = re.compile(r"^\s*(\d{4}-\d{2}-\d{2})-([A-Za-z0-9_.]+)-\s*(.+)$", re.DOTALL)
 
@@ -106,7 +106,7 @@ def write_memory(
         memory = memories.insert(
             store, content=body, content_hash=digest, kind=memory_kind, session=session_name,
             project=project_key, valid_from=start, valid_to=end, recorded_at=recorded_at,
-            metadata={**(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
+            metadata={**_clean_metadata(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
             detail={"forced": True, "tombstone_of": grave.memory_id} if grave is not None else None,
         )
         log_id = None
@@ -117,6 +117,18 @@ def write_memory(
         memory.id, True, memory.kind, memory.project, memory.session, log_id,
         cleaned.redacted, cleaned.private_spans, memory.content,
     )
+
+
+def _clean_metadata(value: Any) -> Any:
+    """Metadata with every string in it redacted: a hook's captured command, error or
+    file list is stored beside the text and may hold a secret as well."""
+    if isinstance(value, str):
+        return clean_name(value)
+    if isinstance(value, dict):
+        return {k: _clean_metadata(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_metadata(v) for v in value]
+    return value
 
 
 @op("log", mcp="marm_log_entry")

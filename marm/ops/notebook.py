@@ -12,7 +12,7 @@ from marm.ops.registry import Param, op
 from marm.ops.results import Done, one_line
 from marm.scope import display
 from marm.store import flags, notebook, sessions
-from marm.text import check_content, clean
+from marm.text import check_content, clean, clean_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,7 @@ def notebook_op(
         if content is None:
             raise BadInput("notebook add needs the entry TEXT")
         cleaned = clean(check_content(content))
+        name = clean_name(name)
         saved = notebook.put(store, name, cleaned.text.strip())
         return NotebookResult(action, [_item(saved)], f"saved notebook entry {name!r}")
     entry = notebook.get(store, name)
@@ -140,6 +141,7 @@ def session_use(ctx: Ctx, name: Annotated[str, Param("session name", argument=Tr
     """Make NAME the session new memories are tagged with (saved; every process sees it)."""
     if not name.strip():
         raise BadInput("a session name cannot be empty")
+    name = clean_name(name)
     store = ctx.store()
     flags.put(store, "session", name)
     with store.write():

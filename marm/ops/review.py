@@ -24,6 +24,7 @@ from marm.ops.results import MemoryView
 from marm.store import memories, review
 from marm.store.db import Store, now
 from marm.store.records import Event, Memory
+from marm.text import clean_name
 
 MemoryId = Annotated[int, Param("memory id", argument=True)]
 Reason = Annotated[str | None, Param("why, kept in the audit trail (see `marm history`)", short="-r")]
@@ -65,6 +66,7 @@ def doubt(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
 
     For a memory you are not sure of. `marm restore ID` clears the doubt.
     """
+    reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
     with store.write():
         memory = _load(store, id)
@@ -85,6 +87,7 @@ def retract(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     global): `marm log` of that text exits with code 5 unless --force is given.
     `marm restore ID` lifts it.
     """
+    reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
     with store.write():
         memory = _load(store, id)
@@ -111,6 +114,7 @@ def supersede(
     """
     if old == by:
         raise BadInput("a memory cannot supersede itself")
+    reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
     with store.write():
         memory = _load(store, old)
@@ -143,6 +147,7 @@ def restore(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     Undoes every verdict it carries: lifts a retraction's tombstone, and for a
     superseded memory clears superseded_by and puts back the valid_to it had before.
     """
+    reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
     with store.write():
         memory = _load(store, id)
@@ -170,6 +175,7 @@ def forget(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     shows that it was forgotten, when and by whom. A retraction's tombstone (a hash,
     not the text) stays too. To hide a memory but keep it, use `marm retract`.
     """
+    reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
     with store.write():
         memory = _load(store, id)

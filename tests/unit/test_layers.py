@@ -15,7 +15,7 @@ cost, never a way to hide a cycle.
     context    marm.context (the invocation's Ctx)
     store      marm.store (the only SQL)
     base       marm (the package), marm.completion (shell shims), marm.config, marm.configfile,
-               marm.errors, marm.scope, marm.text
+               marm.errors, marm.redact, marm.scope, marm.text
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain"),
     ("marm.context",),
     ("marm.store",),
-    ("=marm", "marm.completion", "marm.config", "marm.configfile", "marm.errors", "marm.scope", "marm.text"),
+    ("=marm", "marm.completion", "marm.config", "marm.configfile", "marm.errors", "marm.redact", "marm.scope", "marm.text"),
 )
 
 #: Hooks and the MCP server call ops, never the store or a part directly. They may name
