@@ -25,6 +25,7 @@ from marm.scope import display
 from marm.store import review, transfer
 from marm.store.db import now
 from marm.store.memories import VISIBLE_STATUSES
+from marm.text import clean_name, content_hash
 
 FORMAT = "marm-export"
 VERSION = 1
@@ -135,10 +136,31 @@ def _read(path: Path) -> list[dict[str, Any]]:
             problem = _problem(kind, record)
             if problem:
                 raise BadInput(f"{path.name} line {number}: {problem}")
+            record = _scrubbed(record)
         records.append(record)
     if not records:
         raise BadInput(f"{path.name} is empty")
     return records[1:]
+
+
+def _scrubbed(record: dict[str, Any]) -> dict[str, Any]:
+    """A record with every string in it redacted (a hand-made or foreign file may hold a
+    secret marm's own write path would have removed); a memory whose text changed gets
+    the hash of its new text, so identity follows what is stored."""
+    out: dict[str, Any] = _scrub(record)
+    if out.get("type") == "memory" and out["content"] != record["content"]:
+        out["content_hash"] = content_hash(out["content"])
+    return out
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_name(value)
+    if isinstance(value, dict):
+        return {k: _scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v) for v in value]
+    return value
 
 
 def _problem(kind: str, record: dict[str, Any]) -> str | None:

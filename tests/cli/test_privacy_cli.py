@@ -36,3 +36,22 @@ def test_no_secret_reaches_any_file_or_the_export(tmp_path, marm_home):
     for secret in [*SECRETS.values(), SESSION_SECRET, "topicSecret9", "reasonPw88"]:
         assert secret.encode() not in disk, secret
     assert b"[REDACTED:" in disk
+
+
+def test_an_imported_file_is_redacted_too(tmp_path, marm_home):
+    import json
+
+    assert run_marm("log", "the import carries this line").code == 0
+    lines = run_marm("export").out.splitlines()
+    records = [json.loads(line) for line in lines]
+    for r in records:
+        if r.get("type") == "memory":
+            r["content"] += " and password=importPw7"
+            r["session"] = "token=importSess8"
+    path = tmp_path / "hand-made.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in records) + "\n")
+    other = tmp_path / "other-home"
+    assert run_marm("import", str(path), env={"MARM_HOME": str(other)}).code == 0
+    disk = _every_byte(other)
+    assert b"the import carries this line and password=[REDACTED:" in disk
+    assert b"importPw7" not in disk and b"importSess8" not in disk
