@@ -42,10 +42,18 @@ def _print_sql(statement: str) -> None:
     print(f"sql: {statement}", file=sys.stderr)
 
 
-def connect(path: Path, what: str = "database") -> sqlite3.Connection:
+#: ``PRAGMA application_id`` of every file marm writes ("marm" in ASCII): how a later
+#: open tells marm's file from another program's SQLite file placed at the same path.
+APPLICATION_ID = 0x6D61726D
+
+
+def connect(path: Path, what: str = "database", marker: str = "memories") -> sqlite3.Connection:
     """Open ``path`` (created 0600 in a 0700 directory) in autocommit mode with marm's PRAGMAs.
 
     ``what`` names the file in error messages ("database", "derived database").
+    ``marker`` is a table only marm's file of this kind has: a file from before the
+    application id that holds it is marm's and is stamped; any other non-empty SQLite
+    file is refused before anything (WAL included) is written to it.
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -62,6 +70,7 @@ def connect(path: Path, what: str = "database") -> sqlite3.Connection:
         conn.set_trace_callback(_print_sql)
     try:
         set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
+        _claim(conn, path, what, marker)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":
             raise StoreError(f"cannot put {path} in WAL mode (got {mode})")
@@ -74,6 +83,20 @@ def connect(path: Path, what: str = "database") -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str) -> None:
+    """Make sure ``path`` is marm's (its application id, or an empty file, or an old
+    marm file recognised by ``marker``) and stamp it; refuse anything else untouched."""
+    app = conn.execute("PRAGMA application_id").fetchone()[0]
+    if app == APPLICATION_ID:
+        return
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if app != 0 or (tables and marker not in tables):
+        owner = f"application id {app:#x}" if app else f"tables {', '.join(sorted(tables)[:5])}"
+        raise StoreError(f"{path} is not a marm {what}: it is another program's SQLite file ({owner});"
+                         " marm leaves it as it is. Move it away or set MARM_HOME elsewhere")
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 def set_busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:

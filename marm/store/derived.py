@@ -27,7 +27,7 @@ class SchemaPart:
 
 def connect(path: Path, *parts: SchemaPart) -> sqlite3.Connection:
     """Open the derived database (WAL, autocommit) and make sure ``parts`` are current."""
-    conn = core.connect(path, "derived database")
+    conn = core.connect(path, "derived database", marker="schema_parts")
     try:
         conn.execute("CREATE TABLE IF NOT EXISTS schema_parts (name TEXT PRIMARY KEY, version INTEGER NOT NULL)")
         for part in parts:
