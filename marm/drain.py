@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marm.context import Ctx
-from marm.store import leases, outbox
+from marm.store import leases, outbox, perms
 from marm.store.records import Task
 
 #: Outbox task kind -> module exposing ``HANDLER: Handler``.
@@ -148,7 +148,7 @@ def detach(ctx: Ctx, max_seconds: float = 300) -> int:
 
     log_dir = ctx.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(log_dir / "drain.log", "ab") as log:
+    with open(perms.open_append(log_dir / "drain.log"), "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "marm", "drain", "--json", "--max-seconds", str(max_seconds)],
             stdin=subprocess.DEVNULL, stdout=log, stderr=log, cwd=str(ctx.cwd),

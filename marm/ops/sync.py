@@ -23,7 +23,7 @@ from marm.ops.memory import ProjectOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 from marm.scope import display
-from marm.store import sync_state
+from marm.store import perms, sync_state
 
 RemoteName = Annotated[str, Param("the remote's name, e.g. team", argument=True)]
 
@@ -149,7 +149,7 @@ def start_detached(ctx: Ctx, name: str | None = None) -> int:
     its output goes to ``logs/sync.log`` in the marm home."""
     log_dir = ctx.home / "logs"
     log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with open(log_dir / "sync.log", "ab") as out:
+    with open(perms.open_append(log_dir / "sync.log"), "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "marm", "sync", *([name] if name else [])], cwd=str(ctx.cwd),
             env={**os.environ, **dict(ctx.env)}, stdin=subprocess.DEVNULL, stdout=out, stderr=out,

@@ -6,6 +6,7 @@ import importlib.util
 import os
 import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Annotated, Literal
 
 from marm import concepts, config
@@ -14,7 +15,7 @@ from marm.embed import status as embed_status
 from marm.errors import BadInput
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
-from marm.store import events, flags, leases, memories, outbox
+from marm.store import events, flags, leases, memories, outbox, perms
 from marm.store.db import Store
 from marm.store.migrations import SCHEMA_VERSION
 
@@ -175,6 +176,7 @@ def doctor(ctx: Ctx) -> DoctorResult:
     mode = stat.S_IMODE(os.stat(store.path).st_mode)
     checks.append(Check("permissions", mode & 0o077 == 0, f"database file mode {oct(mode)}",
                         None if mode & 0o077 == 0 else f"chmod 600 {store.path}"))
+    checks.append(_home_permissions(store.path.parent))
     parked = outbox.parked(store)
     checks.append(Check(
         "background tasks", not parked, f"{len(parked)} parked task(s)" if parked else "none parked",
@@ -192,6 +194,22 @@ def doctor(ctx: Ctx) -> DoctorResult:
     for name, ok, detail, advice in trust_checks(ctx.env, ctx.cwd):
         checks.append(Check(name, ok, detail, advice))
     return DoctorResult(all(c.ok for c in checks), checks)
+
+
+def _home_permissions(home: Path) -> Check:
+    """MARM_HOME and all in it private: what this process found looser (and tightened),
+    and what is still looser now (a file chmod could not change)."""
+    still = perms.looser_now(home)
+    found = [f for f in perms.FOUND.values() if f.path == home or home in f.path.parents]
+    if not found and not still:
+        return Check("home permissions", True, f"{home} and everything in it 0700/0600")
+    shown = still or found
+    detail = ", ".join(f"{f.path.relative_to(home) if f.path != home else home} was {oct(f.mode)}"
+                       for f in shown[:5]) + (f" (+{len(shown) - 5} more)" if len(shown) > 5 else "")
+    if still:
+        return Check("home permissions", False, detail, f"chmod -R go-rwx {home}")
+    return Check("home permissions", False, f"{detail}; tightened now to 0700/0600",
+                 "nothing left to do; find what loosened them (a copy, a umask, another tool)")
 
 
 @dataclass(frozen=True, slots=True)

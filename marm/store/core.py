@@ -1,7 +1,7 @@
 """The one way marm opens a SQLite file, and the one unit of work over it.
 
 ``marm.db``, ``derived.db``, the concept graph and the code graph all open through
-``connect`` (directory 0700, file 0600, WAL, ``busy_timeout``, ``foreign_keys``) and all
+``connect`` (directory 0700, file 0600, everything in the directory tightened to that, WAL, ``busy_timeout``, ``foreign_keys``) and all
 write through ``atomic``:
 
 - the outermost ``atomic`` is ``BEGIN IMMEDIATE`` ... ``COMMIT``; a nested one is a
@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from marm.errors import StoreError
+from marm.store import perms
 
 BUSY_TIMEOUT_MS = 15_000
 
@@ -61,6 +62,7 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
             os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
     except OSError as exc:
         raise StoreError(f"cannot create the {what} at {path}: {exc.strerror}") from None
+    perms.tighten(path.parent)
     try:
         conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
                                check_same_thread=False)

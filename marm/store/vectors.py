@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from marm.store import events, outbox
+from marm.store import events, outbox, perms
 from marm.store.db import Store
 
 MAGIC = b"MARMVEC1"
@@ -162,6 +162,7 @@ def write_matrix(path: Path, header: dict[str, Any], ids: Any, matrix: Any) -> N
     meta = orjson.dumps(header)
     body_at = -(-(_HEAD.size + len(meta)) // _ALIGN) * _ALIGN
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    perms.private(path.parent.parent)  # ``vectors/``: mkdir(parents=True) made it with the umask's mode
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     with open(os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb") as f:
         f.write(_HEAD.pack(MAGIC, len(meta)) + meta)
