@@ -180,6 +180,7 @@ def forget(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     with store.write():
         memory = _load(store, id)
         review.forget(store, memory, reason)
+    review.purge_derived(store, [memory.id])
     flushed = review.flush_wal(store)
     message = f"memory #{id} is forgotten; its history remains without its text"
     if not flushed:

@@ -183,6 +183,15 @@ class Graph:
         self.conn.execute("DELETE FROM concept_sources WHERE memory_id = ?", (memory_id,))
         self._tidy(touched)
 
+    def erase_memory(self, memory_id: int) -> None:
+        """``remove_memory`` for a forgotten memory, now: the freed pages are zeroed and
+        the WAL truncated, so neither its mentions nor an entity only it named stay in
+        the file."""
+        self.conn.execute("PRAGMA secure_delete = ON")
+        with self.write():
+            self.remove_memory(memory_id)
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def add_memory(
         self,
         memory_id: int,

@@ -143,6 +143,30 @@ def forget(store: Store, memory: Memory, reason: str | None) -> None:
         )
 
 
+def purge_derived(store: Store, memory_ids: list[int]) -> None:
+    """What was derived from forgotten memories leaves with them, not at the next drain:
+    their concept mentions (and entities only they named) and their rows in every vector
+    matrix file. Run after the forget committed; the queued ``concepts`` tasks then find
+    nothing left to do."""
+    from marm import config
+    from marm.store import vectors
+    from marm.store.concept_graph import Graph
+
+    if not memory_ids:
+        return
+    home = store.path.parent
+    for memory_id in memory_ids:
+        vectors.purge(store, home, memory_id)
+    path = config.derived_path(home)
+    if path.exists():
+        graph = Graph.open(path)
+        try:
+            for memory_id in memory_ids:
+                graph.erase_memory(memory_id)
+        finally:
+            graph.close()
+
+
 def flush_wal(store: Store) -> bool:
     """Checkpoint the WAL into the database file and truncate it, so erased pages do not
     linger in the log. False when a reader kept it from completing (it does later)."""

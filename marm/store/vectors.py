@@ -247,6 +247,24 @@ def load(store: Store, home: Path, model: str, dim: int, project: str | None) ->
     return [(ids, matrix), (d_ids, d_matrix)]
 
 
+def purge(store: Store, home: Path, memory_id: int) -> int:
+    """Rewrite every matrix file (any model, any project) that holds ``memory_id``'s rows,
+    from the database, where they are already gone; returns how many files were
+    rewritten. Run by ``forget`` so the vector leaves the disk in the same command."""
+    rewritten = 0
+    for path in sorted((home / "vectors").glob("*/*.vec")):
+        found = read_matrix(path)
+        if found is None:
+            continue
+        header, ids, _ = found
+        if memory_id not in set(int(i) for i in ids):
+            continue
+        _MAPPED.pop(path, None)
+        rebuild(store, home, str(header["model"]), header.get("project"))
+        rewritten += 1
+    return rewritten
+
+
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:
     """Queue ``embed`` tasks for memories lacking current ``model`` vectors (or for all)."""
     todo = memories_to_embed(store, model, everything)

@@ -58,6 +58,7 @@ class Applier:
         self.ctx = Ctx(source="sync", cwd=store.path.parent, env={}, _store=store)
         self.counts: Counter[str] = Counter()
         self.erased = False
+        self.forgotten_ids: list[int] = []  # their derived state is purged after the commit
         self.forgotten = sync_state.forgotten_texts(store)   # read once: no scan per create
 
     def local(self, gid: str | None) -> int | None:
@@ -122,12 +123,14 @@ class Applier:
         memory = memories.get(self.store, local) if local else None
         if memory is not None:
             review.forget(self.store, memory, data.get("reason"))
+            self.forgotten_ids.append(memory.id)
             done += 1
         digest = data.get("content_hash")
         if digest:
             self.forgotten.add((digest, project))
         while digest and (same := memories.find_by_hash(self.store, digest, project)) is not None:
             review.forget(self.store, same, data.get("reason"))
+            self.forgotten_ids.append(same.id)
             done += 1
         self.erased = self.erased or bool(done)
         return "erased" if done else "memory not here"

@@ -104,6 +104,7 @@ def pull(store: Store, name: str, transport: Transport) -> tuple[int, dict[str, 
     counts: Counter[str] = Counter()
     pulled = 0
     erased = False
+    forgotten: list[int] = []
     while True:
         remote = sync_state.remote(store, name)
         assert remote is not None
@@ -117,9 +118,11 @@ def pull(store: Store, name: str, transport: Transport) -> tuple[int, dict[str, 
                     sync_state.mark_pulled(store, name, cursor)
             counts.update(applier.counts)
             erased = erased or applier.erased
+            forgotten += applier.forgotten_ids
         pulled += len(events)
         if cursor == remote.pull_cursor:
             break
+    review.purge_derived(store, forgotten)
     if erased:
         review.flush_wal(store)  # a pulled forget: the erased pages leave the write-ahead log too
     return pulled, dict(counts)

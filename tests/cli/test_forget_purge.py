@@ -1,0 +1,57 @@
+"""Finding 5 of issue 15: ``marm forget`` purges everything derived in the same
+command. After a drain (real model, concept graph, matrix files) the forgotten text,
+an entity only it named and each of its vectors' bytes are in no file under MARM_HOME,
+while the other memory, its entity and its vector are still there."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import run_marm
+
+GONE = "Zorblax Quimbyfeld signed the Frobnicator contract in Vladivostok"
+KEPT = "DECISION: the Frobnicator rollout waits for the Tuesday review"
+
+
+def _every_byte(home: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in sorted(home.rglob("*")) if p.is_file())
+
+
+def _vectors(db: Path, memory_id: int) -> list[bytes]:
+    conn = sqlite3.connect(db)
+    try:
+        return [r[0] for r in conn.execute("SELECT vector FROM memory_vectors WHERE memory_id = ?", (memory_id,))]
+    finally:
+        conn.close()
+
+
+@pytest.mark.slow
+def test_forget_leaves_no_text_entity_or_vector_anywhere(marm_home):
+    gone = run_marm("log", GONE).json()["id"]
+    kept = run_marm("log", KEPT).json()["id"]
+    drain = run_marm("drain", timeout=300)
+    assert drain.code == 0, drain.err
+    gone_vectors, kept_vectors = _vectors(marm_home / "marm.db", gone), _vectors(marm_home / "marm.db", kept)
+    assert gone_vectors and kept_vectors
+    before = _every_byte(marm_home)
+    assert b"Quimbyfeld" in before and all(v in before for v in gone_vectors)
+    recalled = run_marm("concepts", "recall", "Quimbyfeld").out
+    assert "Quimbyfeld" in recalled
+
+    forget = run_marm("forget", str(gone))
+    assert forget.code == 0, forget.err
+    after = _every_byte(marm_home)
+    for text in (GONE.encode(), b"Quimbyfeld", b"Zorblax", b"Vladivostok"):
+        assert text not in after, text
+    for vector in gone_vectors:
+        assert vector not in after
+    # the other memory, its entity and its vector are all still there
+    assert KEPT.encode() in after and b"Frobnicator" in after and all(v in after for v in kept_vectors)
+    assert run_marm("concepts", "recall", "Quimbyfeld").json()["entities"] == []
+    assert [e for e in run_marm("concepts", "recall", "Frobnicator").json()["entities"]
+            if "Frobnicator" in str(e)]
+    hybrid = run_marm("recall", "who signed the Frobnicator contract", "--mode", "hybrid")
+    assert "Tuesday review" in hybrid.out and "Quimbyfeld" not in hybrid.out
