@@ -56,6 +56,8 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
     application id that holds it is marm's and is stamped; any other non-empty SQLite
     file is refused before anything (WAL included) is written to it.
     """
+    if read_only_file(path):
+        return _connect_read_only(path, what, marker)
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not path.exists():
@@ -87,7 +89,52 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
     return conn
 
 
-def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str) -> None:
+def read_only_file(path: Path) -> bool:
+    """An existing file this process may read but not write (a read-only mount, a
+    store of another user's shared read-only): opened read-only rather than refused."""
+    return path.is_file() and os.access(path, os.R_OK) and (
+        not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK))
+
+
+def _connect_read_only(path: Path, what: str, marker: str) -> sqlite3.Connection:
+    """Open ``path`` with ``mode=ro``; every write then fails with SQLite's "attempt to
+    write a readonly database", which ``atomic`` turns into exit 4.
+
+    SQLite opens a read-only WAL database when its ``-shm`` and ``-wal`` files exist (a
+    leftover WAL is read) or can be created. In a read-only folder without them there is
+    no WAL to miss, so the file is opened ``immutable``; a ``-wal`` with no ``-shm``
+    cannot be read safely and is refused with that reason.
+    """
+    uri = path.resolve().as_uri()
+    wal = path.with_name(path.name + "-wal")
+    shm = path.with_name(path.name + "-shm")
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                               isolation_level=None, check_same_thread=False)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error as exc:
+        if wal.exists() and wal.stat().st_size and not shm.exists():
+            raise StoreError(f"cannot read the {what} at {path}: it is read-only and its write-ahead log"
+                             f" {wal.name} has no {shm.name} beside it ({exc})") from None
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, isolation_level=None,
+                                   check_same_thread=False)
+        except sqlite3.Error as exc2:
+            raise StoreError(f"cannot open the {what} at {path} (read-only): {exc2}") from None
+    try:
+        set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
+        _claim(conn, path, what, marker, stamp=False)
+        conn.execute("PRAGMA foreign_keys = ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise describe(exc, path, what) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str, stamp: bool = True) -> None:
     """Make sure ``path`` is marm's (its application id, or an empty file, or an old
     marm file recognised by ``marker``) and stamp it; refuse anything else untouched."""
     app = conn.execute("PRAGMA application_id").fetchone()[0]
@@ -98,7 +145,8 @@ def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str) -> None
         owner = f"application id {app:#x}" if app else f"tables {', '.join(sorted(tables)[:5])}"
         raise StoreError(f"{path} is not a marm {what}: it is another program's SQLite file ({owner});"
                          " marm leaves it as it is. Move it away or set MARM_HOME elsewhere")
-    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    if stamp:
+        conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
 
 
 def set_busy_timeout(conn: sqlite3.Connection, seconds: float) -> None:
