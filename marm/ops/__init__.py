@@ -43,6 +43,9 @@ COMMANDS: dict[str, dict[str, str]] = {
         "export": "Write the store as JSON lines on standard output: `marm export > backup.jsonl`.",
         "import": "Read a `marm export` file back into this store, keeping ids and times.",
     },
+    "marm.ops.backup": {
+        "backup": "Copy the whole store to FILE, consistently, while other marm processes write (mode 0600).",
+    },
     "marm.ops.sync": {
         "remote": "Remotes to sync with: a PostgreSQL server or a directory (add, list, remove).",
         "share": "Share a project's memory with the remotes: nothing syncs until a project is shared.",

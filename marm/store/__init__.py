@@ -3,6 +3,7 @@
 - ``core``: the one ``connect`` (file modes, PRAGMAs, ``MARM_DEBUG=sql``) and the one
   unit of work, ``atomic``, every database below goes through
 - ``perms``: MARM_HOME tightened to 0700/0600 on every open
+- ``backup``: online backup and restore through SQLite's backup API
 - ``db``: the durable database (``Store``: open and migrate, ``write``, ``verify``)
 - ``migrations``: the schema, versioned by ``PRAGMA user_version``
 - ``records``: the frozen dataclasses ops receive
