@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marm.context import Ctx
-from marm.store import leases, outbox, perms
+from marm.store import derived, leases, outbox, perms
 from marm.store.records import Task
 
 #: Outbox task kind -> module exposing ``HANDLER: Handler``.
@@ -91,6 +91,7 @@ def run(
     with leases.hold(store, ctx.home, "drain", holder=f"marm drain ({ctx.source})") as lease:
         outbox.release_orphans(store, kinds or list(HANDLER_MODULES))  # a killed drain's claims
         for kind in kinds or list(HANDLER_MODULES):
+            derived.requeue_after_move(store, ctx.home)  # a derived.db moved aside: rebuild it
             ks = summary.kinds.setdefault(kind, KindSummary())
             handler = load_handler(kind)
             if handler is None:

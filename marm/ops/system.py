@@ -15,7 +15,7 @@ from marm.embed import status as embed_status
 from marm.errors import BadInput
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
-from marm.store import events, flags, leases, memories, outbox, perms
+from marm.store import derived, events, flags, leases, memories, outbox, perms
 from marm.store.db import Store
 from marm.store.migrations import SCHEMA_VERSION
 
@@ -177,6 +177,11 @@ def doctor(ctx: Ctx) -> DoctorResult:
     checks.append(Check("permissions", mode & 0o077 == 0, f"database file mode {oct(mode)}",
                         None if mode & 0o077 == 0 else f"chmod 600 {store.path}"))
     checks.append(_home_permissions(store.path.parent))
+    for moved in derived.moves(store.path.parent)[-3:]:
+        checks.append(Check(
+            "derived database", True, f"moved aside at {moved['at'][:19]} as {moved['aside']}: {moved['reason']}; "
+            + ("rebuild queued (`marm drain` does it)" if moved.get("queued") else "rebuilt at the next drain"),
+            f"delete {moved['aside']} once you no longer need it"))
     parked = outbox.parked(store)
     checks.append(Check(
         "background tasks", not parked, f"{len(parked)} parked task(s)" if parked else "none parked",

@@ -32,6 +32,10 @@ from marm.store import perms
 
 BUSY_TIMEOUT_MS = 15_000
 
+
+class NotMarm(StoreError):
+    """The file is not a usable marm database: another program's, not SQLite, or damaged."""
+
 _savepoints = itertools.count(1)
 
 
@@ -143,7 +147,7 @@ def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str, stamp: 
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if app != 0 or (tables and marker not in tables):
         owner = f"application id {app:#x}" if app else f"tables {', '.join(sorted(tables)[:5])}"
-        raise StoreError(f"{path} is not a marm {what}: it is another program's SQLite file ({owner});"
+        raise NotMarm(f"{path} is not a marm {what}: it is another program's SQLite file ({owner});"
                          " marm leaves it as it is. Move it away or set MARM_HOME elsewhere")
     if stamp:
         conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -158,7 +162,7 @@ def describe(exc: sqlite3.DatabaseError, path: Path, what: str = "database") -> 
     """The one-line ``StoreError`` for a SQLite failure while opening ``path``."""
     text = str(exc)
     if "not a database" in text or "malformed" in text:
-        return StoreError(f"{path} is not a marm SQLite {what} ({text})")
+        return NotMarm(f"{path} is not a marm SQLite {what} ({text})")
     if "readonly" in text or "unable to open" in text:
         return StoreError(f"cannot write the {what} at {path}: {text}")
     return StoreError(f"cannot use the {what} at {path}: {text}")

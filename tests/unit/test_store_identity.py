@@ -40,13 +40,17 @@ def test_a_foreign_database_is_refused_and_left_as_it_was(marm_home):
     assert sorted(p.name for p in marm_home.iterdir() if p.name.startswith("marm.db")) == ["marm.db"]  # no -wal
 
 
-def test_a_foreign_derived_database_is_refused_and_left_as_it_was(marm_home):
+def test_a_foreign_derived_database_is_moved_aside_byte_for_byte(marm_home):
+    """derived.db is disposable (item 6): another program's file there is kept, renamed."""
     assert run_marm("log", "DECISION: keep the derived graph on disk").code == 0
     derived = marm_home / "derived.db"
     before = _foreign(derived)
     run = run_marm("concepts", "recall", "derived graph")
-    assert run.code == 4 and "another program's SQLite file" in run.err, (run.out, run.err)
-    assert derived.read_bytes() == before
+    assert run.code == 0, (run.out, run.err)
+    aside = [p for p in marm_home.iterdir() if p.name.startswith("derived.db.aside-") and "-wal" not in p.name
+             and "-shm" not in p.name]
+    assert len(aside) == 1 and aside[0].read_bytes() == before
+    assert _app_id(derived) == APPLICATION_ID
 
 
 def test_marm_files_carry_the_id_and_an_old_store_is_stamped(marm_home):
