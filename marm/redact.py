@@ -18,8 +18,9 @@ What detect-secrets leaves to the caller, kept here:
   tokens, and the key formats its 1.5 rules do not know (``sk-ant-``, ``sk-proj-``,
   ``github_pat_``, Google ``AIza``, Stripe test keys).
 
-The rules are compiled once per process, on first use: loading detect-secrets costs a
-few tens of milliseconds that a command which stores nothing never pays.
+detect-secrets' rules are read from ``redact_rules.json``, written from the installed
+package by ``python -m marm.redact`` and checked against it by a test, and compiled
+once per process on first use.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 _KEYWORD = (
     r"(?:pass(?:word|wd|phrase)?|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
@@ -75,24 +79,48 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
 
 
-@lru_cache(maxsize=1)
-def rules() -> tuple[Rule, ...]:
-    """Every rule, in the order they run: whole blocks first, then keyed values, then
-    token shapes (a token already inside ``[REDACTED:...]`` is not matched again)."""
+#: detect-secrets' rules as of the pinned version, written by ``python -m marm.redact``
+#: (a test checks the file against the installed package). Read from this file, a
+#: process pays nothing for the library: importing it costs ~0.1 s (it brings requests),
+#: which fifty parallel hooks on a small machine cannot afford.
+RULES_FILE = Path(__file__).with_name("redact_rules.json")
+
+
+def library_rules() -> list[dict[str, Any]]:
+    """detect-secrets' regex rules, read from the installed plugins themselves."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
     from detect_secrets.plugins.base import RegexBasedDetector
 
-    out = [Rule(kind, re.compile(p)) for kind, p in _OWN_RULES]
-    out.insert(1, Rule("password", _KEY_VALUE))
-    out.insert(2, Rule("url_credentials", _URL_CREDENTIALS))
     plugins: dict[str, Any] = dict(get_mapping_from_secret_type_to_class())
+    out = []
     for secret_type, plugin in sorted(plugins.items()):
         if not issubclass(plugin, RegexBasedDetector) or plugin.__name__ in _SKIPPED_PLUGINS:
             continue
         denylist: Iterable[re.Pattern[str]] = plugin.denylist  # a class attribute on every plugin
         for pattern in denylist:
-            out.append(Rule(_slug(secret_type), pattern))
+            out.append({"kind": _slug(secret_type), "plugin": plugin.__name__, "pattern": pattern.pattern,
+                        "flags": int(pattern.flags & ~re.UNICODE)})
+    return out
+
+
+@lru_cache(maxsize=1)
+def rules() -> tuple[Rule, ...]:
+    """Every rule, in the order they run: whole blocks first, then keyed values, then
+    token shapes (a token already inside ``[REDACTED:...]`` is not matched again)."""
+    out = [Rule(kind, re.compile(p)) for kind, p in _OWN_RULES]
+    out.insert(1, Rule("password", _KEY_VALUE))
+    out.insert(2, Rule("url_credentials", _URL_CREDENTIALS))
+    for r in orjson.loads(RULES_FILE.read_bytes())["rules"]:
+        out.append(Rule(r["kind"], re.compile(r["pattern"], r["flags"])))
     return tuple(out)
+
+
+def write_rules_file() -> None:
+    """Regenerate ``RULES_FILE`` from the installed detect-secrets."""
+    from importlib.metadata import version
+
+    doc = {"source": f"detect-secrets {version('detect-secrets')}", "rules": library_rules()}
+    RULES_FILE.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
 
 
 def _span(m: re.Match[str]) -> tuple[int, int]:
@@ -130,3 +158,7 @@ def redact(text: str) -> tuple[str, dict[str, int]]:
         if pieces:
             text = "".join(pieces) + text[last:]
     return text, counts
+
+
+if __name__ == "__main__":
+    write_rules_file()

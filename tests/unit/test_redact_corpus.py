@@ -159,3 +159,22 @@ def test_label_is_kept_and_mixed_text_keeps_the_innocent_part():
     out = clean(mixed).text
     assert "hunter2" not in out
     assert out.startswith("deploy: password=[REDACTED:") and out.endswith("max_tokens=1024 at https://example.com/x")
+
+
+def test_the_rules_file_is_detect_secrets_installed_rules():
+    import orjson
+
+    from marm import redact
+
+    assert orjson.loads(redact.RULES_FILE.read_bytes())["rules"] == redact.library_rules(), \
+        "regenerate with: python -m marm.redact"
+
+
+def test_redaction_does_not_import_the_library():
+    import subprocess
+    import sys
+
+    code = ("import sys; from marm.text import clean; "
+            "assert clean('token=abc').text == 'token=[REDACTED:password]'; "
+            "assert 'detect_secrets' not in sys.modules and 'requests' not in sys.modules")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
