@@ -55,7 +55,13 @@ def backup(store: Store, dest: Path) -> Checked:
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise StoreError(f"cannot write the backup {dest}: {exc.strerror}") from None
-    return verify(dest)
+    checked = verify(dest)
+    try:  # the audit trail says when a backup was taken; a read-only store is backed up all the same
+        with store.write():
+            events.append(store, "store.backup", "store", dest.name, detail={"memories": checked.memories})
+    except StoreError:
+        pass
+    return checked
 
 
 def verify(path: Path) -> Checked:

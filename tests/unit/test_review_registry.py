@@ -66,6 +66,7 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "remote remove": lambda s: {"name": _remote(s.cwd)},
     "share": lambda s: {"project": "walk-project"},
     "sync": lambda s: {"name": _remote(s.cwd)},
+    "backup": lambda s: {"file": str(s.cwd / "walk-backup.db")},
 }
 
 
