@@ -165,7 +165,23 @@ def test_fence_caps_labels_and_cannot_be_closed_from_inside(agent):
     assert text.lower().count("marm-memory") == 2  # the fence's own two tags, nothing from inside
     assert "#7 decision [DOUBTED" in text
     assert "if (a < b && c > d) { retry(); }" in text  # code stays as it was stored
+    # The block states its own size, exactly, and how many memories it holds.
+    shown = sum(1 for line in text.splitlines() if line.startswith("#"))
+    assert 2 < shown < len(lines)  # capped: some lines were left out
+    assert text.splitlines()[-2] == f"(marm: {len(text)} characters, {shown} memories)"
     assert inject.fence(agent, "title", [("Memories:", [])], 1000) is None
+
+
+def test_fence_trailer_counts_notebook_entries_apart_and_stays_under_the_cap():
+    text = inject.fence("claude", "title", [("Active notebook entries:", ["deploy: run make ship"]),
+                                            ("Decisions:", [inject.item(memory(3, "use WAL"))])], 200)
+    assert len(text) <= 200
+    assert text.splitlines()[-2] == f"(marm: {len(text)} characters, 1 memory, 1 notebook entry)"
+    for cap in range(200, 700, 37):  # whatever the cap, the stated size is the real one
+        many = [inject.item(memory(i, "word " * 30)) for i in range(1, 20)]
+        block = inject.fence("codex", "t", [("", many)], cap)
+        assert block is not None and len(block) <= cap
+        assert f"(marm: {len(block)} characters," in block
 
 
 def test_excerpt_shows_the_part_of_a_long_memory_the_prompt_is_about():
