@@ -174,10 +174,10 @@ def test_fence_caps_labels_and_cannot_be_closed_from_inside(agent):
 
 def test_fence_trailer_counts_notebook_entries_apart_and_stays_under_the_cap():
     text = inject.fence("claude", "title", [("Active notebook entries:", ["deploy: run make ship"]),
-                                            ("Decisions:", [inject.item(memory(3, "use WAL"))])], 200)
-    assert len(text) <= 200
+                                            ("Decisions:", [inject.item(memory(3, "use WAL"))])], 300)
+    assert len(text) <= 300
     assert text.splitlines()[-2] == f"(marm: {len(text)} characters, 1 memory, 1 notebook entry)"
-    for cap in range(200, 700, 37):  # whatever the cap, the stated size is the real one
+    for cap in range(400, 1400, 37):  # whatever the cap, the stated size is the real one
         many = [inject.item(memory(i, "word " * 30)) for i in range(1, 20)]
         block = inject.fence("codex", "t", [("", many)], cap)
         assert block is not None and len(block) <= cap
