@@ -208,3 +208,21 @@ def test_what_hooks_injected_is_never_captured_back():
     fenced = f"{inject.OPEN}\n#3 decision: use WAL\n{inject.CLOSE}\nand now the cache?"
     assert episode.without_injected(fenced) == "and now the cache?"
     assert episode.without_injected("plain <b>html</b> stays") == "plain <b>html</b> stays"
+
+
+def test_an_episode_ranks_just_below_a_highlight_of_the_same_content():
+    from marm.recall.hybrid import below_its_highlights
+
+    def m(id_, kind, content, session="s"):
+        return Memory(id_, content, "h", kind, session, "/p", None, "hook:stop", "2026-12-01T00:00:00Z",
+                      None, None, "active", None, None)
+
+    said = "We keep totals denormalized on campaigns so the index never sums donations."
+    seen = {1: m(1, "decision", said), 2: m(2, "episode", f"Asked: totals?\nConcluded: Done. {said}"),
+            3: m(3, "episode", "Asked: deploy?\nConcluded: Render redeploys reseed the database."),
+            4: m(4, "episode", f"Asked: again?\nConcluded: {said}", session="other")}
+    ranked = below_its_highlights([(0.5, 2), (0.45, 3), (0.4, 1), (0.35, 4)], seen)
+    order = [mid for _, mid in ranked]
+    assert order.index(1) < order.index(2)          # the highlight first, its episode right after
+    assert order[0] == 3                            # an episode of other content keeps its score
+    assert dict((mid, sc) for sc, mid in ranked)[4] == 0.35  # another session's episode is not moved
