@@ -1,9 +1,11 @@
 """Where marm keeps its files, and the runtime settings every process reads fresh.
 
-Precedence for a setting: an explicit flag on the command line > a value saved in the
-database with ``marm config set`` > an environment variable > the default here. A saved
-value beats the environment on purpose: a user who turned capture off with
-``marm config set capture off`` must not be overridden by a stale shell profile.
+Precedence for a setting: an explicit flag on the command line > a value saved for the
+project (``marm config set KEY VALUE --project``) > the repository's own ``.marm.toml`` >
+a value saved globally (``marm config set``) > an environment variable > the default
+here. A saved value beats the environment on purpose: a user who turned capture off with
+``marm config set capture off`` must not be overridden by a stale shell profile; a
+project's value beats the global one because it is the narrower choice.
 """
 
 from __future__ import annotations
@@ -49,6 +51,11 @@ ON_OFF = ("on", "off")
 SETTINGS: dict[str, Setting] = {
     s.key: s
     for s in (
+        Setting("memory", "on", "marm is active here: off makes every hook exit at once (nothing "
+                "stored or injected)", "MARM_MEMORY", ON_OFF),
+        Setting("mode", "opt-out", "opt-in: only repositories that say memory = true (their "
+                ".marm.toml or `config set memory on --project`) are active", "MARM_MODE",
+                ("opt-out", "opt-in")),
         Setting("capture", "on", "hooks capture what a turn decided or fixed", "MARM_CAPTURE", ON_OFF),
         Setting("inject", "on", "hooks inject recall into the agent's context", "MARM_INJECT", ON_OFF),
         Setting("inject.max_chars", "1500", "cap on text a hook injects", "MARM_INJECT_MAX_CHARS"),
@@ -74,22 +81,37 @@ SETTINGS: dict[str, Setting] = {
 MAX_CONTENT_CHARS = 100_000
 
 
+#: Settings that only make sense for the whole machine: never per project or per file.
+GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session"})
+#: The file a repository carries at its root to opt out or in.
+PROJECT_FILE = ".marm.toml"
+
+
 @dataclass(frozen=True, slots=True)
 class Resolved:
-    """A setting's value and where it came from: ``saved``, ``env NAME`` or ``default``."""
+    """A setting's value and where it came from: ``project``, ``project file .marm.toml``,
+    ``global``, ``environment NAME`` or ``default``."""
 
     value: str
     source: str
 
 
-def resolve(key: str, saved: Mapping[str, str], env: Mapping[str, str]) -> Resolved:
-    """The one precedence rule: a value saved in the database > the environment > the default.
+def resolve(key: str, saved: Mapping[str, str], env: Mapping[str, str],
+            project: Mapping[str, str] | None = None, repository: Mapping[str, str] | None = None) -> Resolved:
+    """The one precedence rule: project > repository file > global > environment > default.
 
-    Pure: the caller passes what the database holds (``flags``) and its environment.
+    Pure: the caller passes what the database holds (``saved``: the global ``flags``;
+    ``project``: what is saved for the current project), the repository's
+    ``.marm.toml`` (``repository``, values already ``on``/``off``) and its environment.
     """
     spec = SETTINGS[key]
+    if key not in GLOBAL_ONLY:
+        if project and key in project:
+            return Resolved(project[key], "project")
+        if repository and key in repository:
+            return Resolved(repository[key], f"project file {PROJECT_FILE}")
     if key in saved:
-        return Resolved(saved[key], "saved")
+        return Resolved(saved[key], "global")
     if spec.env and env.get(spec.env):
-        return Resolved(env[spec.env], f"env {spec.env}")
+        return Resolved(env[spec.env], f"environment {spec.env}")
     return Resolved(spec.default, "default")

@@ -25,6 +25,7 @@ class Ctx:
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     interactive: bool = False                 # a person at a terminal (progress bars)
     _store: Store | None = None
+    _files: dict[str, tuple[dict[str, str], str | None]] = field(default_factory=dict)
 
     @property
     def home(self) -> Path:
@@ -44,9 +45,26 @@ class Ctx:
         return scope.resolve_project(explicit, self.env, self.cwd)
 
     def setting(self, key: str) -> str:
-        """A runtime setting: saved value > environment variable > default."""
-        saved = flags.get(self.store(), key)
-        return config.resolve(key, {} if saved is None else {key: saved}, self.env).value
+        """A runtime setting for this invocation's project (see ``resolved``)."""
+        return self.resolved(key).value
+
+    def resolved(self, key: str, project: str | None = None) -> config.Resolved:
+        """A runtime setting and its source: project > repository file > global >
+        environment > default (``config.resolve``), for ``project`` (default: this one)."""
+        if project is None:
+            project = self.project()
+        store = self.store()
+        saved = flags.get(store, key)
+        return config.resolve(key, {} if saved is None else {key: saved}, self.env,
+                              flags.project_saved(store, project), self.project_file(project)[0])
+
+    def project_file(self, project: str | None) -> tuple[dict[str, str], str | None]:
+        """What the project's ``.marm.toml`` says and a problem with it (read once per Ctx)."""
+        directory = scope.file_directory(project, self.cwd)
+        key = str(directory)
+        if key not in self._files:
+            self._files[key] = scope.read_file(directory, config.PROJECT_FILE)
+        return self._files[key]
 
     def session(self, explicit: str | None = None) -> str:
         """The session a write is tagged with: explicit > saved/env setting > 'default'."""

@@ -3,7 +3,8 @@
 Everything injected is wrapped in one ``<marm-memory>`` block whose first line says it
 is retrieved data and not instructions, carries each memory's id (so the agent can
 ``marm show`` or ``marm doubt`` it) and its trust state, and stays under the
-``inject.max_chars`` setting (default 1,500; the agents' own limit is 10,000).
+``inject.max_chars`` setting (default 1,500; the agents' own limit is 10,000). Its last
+line states its own size, so a person reading a transcript sees what marm added.
 """
 
 from __future__ import annotations
@@ -174,13 +175,27 @@ def neutralise(line: str) -> str:
     return _TAG.sub("(fence tag removed)", line)
 
 
+#: Room kept in a block for its trailer, the line that states the block's size.
+TRAILER_ROOM = 60
+
+
+def trailer(size: int, memories: int, others: int) -> str:
+    """The block's last line: what marm added, so a reader of the transcript sees it."""
+    parts = [f"{size} characters", f"{memories} {'memory' if memories == 1 else 'memories'}"]
+    if others:
+        parts.append(f"{others} notebook {'entry' if others == 1 else 'entries'}")
+    return f"(marm: {', '.join(parts)})"
+
+
 def fence(agent: str, title: str, sections: list[tuple[str, list[str]]], max_chars: int) -> str | None:
     """The block to inject: a title line, then each non-empty section's lines, in order,
-    as many as fit under ``max_chars``; None when no line fits or none was given."""
+    as many as fit under ``max_chars``, then a trailer stating the whole block's size
+    and how many memories it holds; None when no line fits or none was given."""
     opening, closing = FENCES.get(agent, (OPEN, CLOSE))
     head = f"{opening}\n{title}\n"
-    budget = max_chars - len(head) - len(closing) - 1
+    budget = max_chars - len(head) - len(closing) - 1 - TRAILER_ROOM
     body: list[str] = []
+    items = memories = 0
     for heading, lines in sections:
         if not lines:
             continue
@@ -193,6 +208,14 @@ def fence(agent: str, title: str, sections: list[tuple[str, list[str]]], max_cha
             block.append(line)
         if len(block) > (1 if heading else 0):
             body.extend(block)
+            kept = block[1:] if heading else block
+            items += len(kept)
+            memories += sum(1 for line in kept if line.startswith("#"))
     if not body:
         return None
-    return head + "\n".join(body) + "\n" + closing
+    text = head + "\n".join(body) + "\n"
+    size = len(text) + len(closing)
+    for _ in range(3):  # the trailer counts itself: settle on a size that includes it
+        line = trailer(size, memories, items - memories)
+        size = len(text) + len(line) + 1 + len(closing)
+    return text + trailer(size, memories, items - memories) + "\n" + closing

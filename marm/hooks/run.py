@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from marm.errors import BadInput, MarmError
 from marm.hooks import adapters
 from marm.hooks.event import AGENTS, EVENTS
 from marm.hooks.handlers import HANDLERS
+from marm.ops import hooklog
+from marm.ops.projects import activity
 
 #: Seconds an event may take before it gives up (and fails open): a safety net under
 #: the timeout ``marm init`` configures in the agent (``install.TIMEOUT``), generous
@@ -44,13 +47,41 @@ def respond(event: str, agent: str, raw: str, env: Mapping[str, str]) -> dict[st
     if not ev.cwd or not Path(ev.cwd).is_dir():
         raise BadInput("the hook payload has no usable cwd")
     ctx = Ctx(source=f"hook:{event}", platform=agent, cwd=Path(ev.cwd), env=env)
+    started = time.perf_counter()
+    record: dict[str, Any] = {"event": event, "agent": agent, "session": ev.session_id, "active": False,
+                              "chars": 0, "captured": 0}
+    context = None
     try:
         # A hook waits for the write lock only as long as its budget allows.
         ctx.store().set_busy_timeout(BUDGET[event])
-        context = HANDLERS[event](ctx, ev)
+        here = activity(ctx)
+        record["project"] = here.project
+        if not here.active:  # exit at once: nothing stored, nothing injected, no model
+            if env.get("MARM_DEBUG"):
+                print(f"marm hook: {event}: inactive: {here.reason}", file=sys.stderr)
+        else:
+            record["active"] = True
+            mark = hooklog.memory_mark(ctx)
+            context = HANDLERS[event](ctx, ev)
+            record["chars"] = len(context or "")
+            record["captured"], record["newest"] = hooklog.captured_since(ctx, mark)
+    except BaseException:
+        record["error"] = True
+        raise
     finally:
         ctx.close()
+        record["ms"] = round((time.perf_counter() - started) * 1000, 1)
+        _log(ctx, record)
     return adapters.render(agent, event, context)
+
+
+def _log(ctx: Ctx, record: dict[str, Any]) -> None:
+    """One line in the hook-run log; a log that cannot be written never fails the hook."""
+    try:
+        record["db_bytes"] = hooklog.store_bytes(ctx.home)
+        hooklog.append(ctx.home, record)
+    except OSError:
+        pass
 
 
 def _arguments(argv: list[str]) -> tuple[str, str, str]:

@@ -57,6 +57,9 @@ COMMANDS: dict[str, dict[str, str]] = {
         "config": "Show and save runtime settings.",
         "completion": "Print the shell completion script for bash, zsh or fish.",
     },
+    "marm.ops.stats": {
+        "stats": "What the hooks cost: runs, wall time, characters injected, captures, store growth.",
+    },
     "marm.ops.background": {
         "drain": "Work through queued background tasks (embeddings, concepts, code re-index).",
     },

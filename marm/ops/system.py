@@ -13,11 +13,13 @@ from marm import concepts, config
 from marm.context import Ctx
 from marm.embed import status as embed_status
 from marm.errors import BadInput
+from marm.ops.params import ProjectOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
 from marm.store import derived, events, flags, leases, memories, outbox, perms
 from marm.store.db import Store
 from marm.store.migrations import SCHEMA_VERSION
+from marm.scope import display
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,8 @@ class StatusResult:
     components: list[Component]
     settings: dict[str, str] = field(default_factory=dict)
     remotes: list[dict[str, object]] = field(default_factory=list)   # `marm sync`: each remote's state
+    active: bool = True               # marm's hooks act in this directory
+    activity: str = ""                # why (or why not)
 
     def text(self) -> str:
         m = self.memories
@@ -76,6 +80,7 @@ class StatusResult:
             f"memories   {m['total']} ({m['active']} active, {m['doubted']} doubted, "
             f"{m['superseded']} superseded, {m['retracted']} retracted) in {self.projects} project(s)",
             f"events     {self.events}",
+            f"here       {self.activity}" if self.active else f"here       INACTIVE: {self.activity}",
         ]
         backlog = ", ".join(
             f"{k}: {v['pending']} pending" + (f", {v['parked']} parked" if v["parked"] else "")
@@ -108,7 +113,10 @@ def _size(path: os.PathLike[str]) -> int:
 @op("status", mcp="marm_status", read_only=True, idempotent=True)
 def status(ctx: Ctx) -> StatusResult:
     """Counts, background backlog, running drains, database and optional parts."""
+    from marm.ops.projects import activity
+
     store = ctx.store()
+    here = activity(ctx)
     return StatusResult(
         database=str(store.path),
         database_bytes=_size(store.path),
@@ -125,6 +133,8 @@ def status(ctx: Ctx) -> StatusResult:
         components=components(),
         settings={k: ctx.setting(k) for k in config.SETTINGS},
         remotes=_remotes(store),
+        active=here.active,
+        activity=here.reason,
     )
 
 
@@ -221,23 +231,29 @@ def _home_permissions(home: Path) -> Check:
 class ConfigResult:
     values: dict[str, str]
     sources: dict[str, str]
+    project: str | None = None
 
     def text(self) -> str:
-        return "\n".join(f"{k} = {v}   ({self.sources[k]})" for k, v in self.values.items())
+        from marm.scope import display
+
+        head = [f"# for {display(self.project)}"]
+        return "\n".join(head + [f"{k} = {v}   ({self.sources[k]})" for k, v in self.values.items()])
 
 
 @op("config", "get", read_only=True, idempotent=True)
 def config_get(
-    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True)] = None
+    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True)] = None,
+    project: ProjectOpt = None,
 ) -> ConfigResult:
-    """Show runtime settings and where each value comes from."""
+    """Show runtime settings and where each value comes from (project, project file
+    .marm.toml, global, environment, default), for the current project or --project."""
     keys = [_known(key)] if key else list(config.SETTINGS)
-    saved = flags.all_saved(ctx.store())
+    where = ctx.project(project)
     values, sources = {}, {}
     for k in keys:
-        resolved = config.resolve(k, saved, ctx.env)
+        resolved = ctx.resolved(k, where)
         values[k], sources[k] = resolved.value, resolved.source
-    return ConfigResult(values, sources)
+    return ConfigResult(values, sources, where)
 
 
 def _known(key: str) -> str:
@@ -251,18 +267,40 @@ def config_set(
     ctx: Ctx,
     key: Annotated[str, Param("setting name", argument=True)],
     value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True)],
+    project: Annotated[str | None, Param("save it for this project only ('.': the current repository)",
+                                         short="-p")] = None,
+    global_: Annotated[bool, Param("save it for every project (the default)")] = False,
 ) -> Done:
-    """Save a runtime setting in the database; it beats the environment variable."""
+    """Save a runtime setting in the database: globally (it beats the environment
+    variable), or with --project for one project (it beats the global value)."""
     spec = config.SETTINGS[_known(key)]
+    if project is not None and global_:
+        raise BadInput("--project and --global exclude each other")
+    where = None
+    if project is not None:
+        if key in config.GLOBAL_ONLY:
+            raise BadInput(f"{key} is a global setting; drop --project")
+        where = ctx.project(project)
+        if where is None:
+            raise BadInput("not in a project: run it inside a repository or name one with --project P")
+    scope_text = f" for {display(where)}" if where else ""
     if value == "default":
-        flags.put(ctx.store(), key, None)
-        return Done(True, f"{key} back to its default ({spec.default})", {key: spec.default})
+        _save(ctx, where, key, None)
+        back = ctx.resolved(key, where)
+        return Done(True, f"{key}{scope_text} back to {back.value} ({back.source})", {key: back.value})
     if spec.choices and value not in spec.choices:
         raise BadInput(f"{key} takes one of {', '.join(spec.choices)}, not {value!r}")
     if key == "inject.max_chars" and not (value.isdigit() and 200 <= int(value) <= 8000):
         raise BadInput("inject.max_chars takes a number from 200 to 8000")
-    flags.put(ctx.store(), key, value)
-    return Done(True, f"{key} = {value}", {key: value})
+    _save(ctx, where, key, value)
+    return Done(True, f"{key} = {value}{scope_text}", {key: value})
+
+
+def _save(ctx: Ctx, project: str | None, key: str, value: str | None) -> None:
+    if project is None:
+        flags.put(ctx.store(), key, value)
+    else:
+        flags.put_project(ctx.store(), project, key, value)
 
 
 @dataclass(frozen=True, slots=True)

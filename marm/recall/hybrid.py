@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 from marm.recall import bm25, dates, lexical
 from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
-from marm.store.records import Hit
+from marm.store.records import Hit, Memory
 
 if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query is scored
     from concurrent.futures import ThreadPoolExecutor
@@ -83,8 +83,8 @@ class Weights:
 
 
 WEIGHTS = Weights()
-#: What an episode's score is multiplied by (highlights of the same turn outrank it).
-EPISODE_FACTOR = 0.9
+#: How far below a highlight the episode holding the same sentence ranks.
+SAME_CONTENT_GAP = 0.001
 #: Candidates taken from each side before fusion.
 WORD_CANDIDATES = 150
 VECTOR_CANDIDATES = 100
@@ -295,15 +295,30 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    # An episode keeps a whole turn; a highlight of the same content says it more
-    # precisely and outranks it. The cut comes after the episodes are marked down.
     pool = scored[: limit * 2]
     seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
-    pool = sorted(((sc * (EPISODE_FACTOR if mid in seen and seen[mid].kind == "episode" else 1.0), mid)
-                   for sc, mid in pool), key=lambda sm: (-sm[0], -sm[1]))
+    pool = below_its_highlights(pool, seen)
     pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
     return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)
             for score, mid in pool if mid in seen]
+
+
+def below_its_highlights(pool: list[tuple[float, int]], seen: dict[int, Memory]) -> list[tuple[float, int]]:
+    """``pool`` (score, id) re-sorted so that an episode ranks just below a highlight of
+    the same content (a sentence of the turn's conclusion kept on its own, in the same
+    session): the highlight says it more precisely. Other episodes keep their score."""
+    flat = {mid: " ".join(m.content.split()) for mid, m in seen.items()}
+    best: dict[int, float] = {}
+    for score, mid in pool:
+        m = seen.get(mid)
+        if m is None or m.kind == "episode":
+            continue
+        for other_score, other in pool:
+            e = seen.get(other)
+            if e is not None and e.kind == "episode" and e.session == m.session and flat[mid] in flat[other]:
+                best[other] = min(best.get(other, other_score), score - SAME_CONTENT_GAP)
+    moved = [(min(score, best[mid]) if mid in best else score, mid) for score, mid in pool]
+    return sorted(moved, key=lambda sm: (-sm[0], -sm[1]))
 
 
 def _by_meaning(store: Store, meaning: Meaning, flt: Filter, limit: int) -> list[Hit]:

@@ -257,3 +257,16 @@ def projects(store: Store) -> list[tuple[str | None, int]]:
             "SELECT project, count(*) FROM memories GROUP BY project ORDER BY count(*) DESC"
         )
     ]
+
+
+def newest_id(store: Store) -> int:
+    """The highest memory id so far (0 for none): a cheap mark to count what a run adds."""
+    row = store.conn.execute("SELECT max(id) FROM memories").fetchone()
+    return int(row[0] or 0)
+
+
+def added_since(store: Store, mark: int, source: str) -> int:
+    """Memories with an id above ``mark`` written by ``source`` (a range scan of the key)."""
+    row = store.conn.execute("SELECT count(*) FROM memories WHERE id > ? AND source = ?",
+                             (mark, source)).fetchone()
+    return int(row[0])

@@ -319,12 +319,30 @@ def m005_sync(conn: sqlite3.Connection) -> None:
     )
 
 
+def m006_project_settings(conn: sqlite3.Connection) -> None:
+    """Settings saved for one project (``marm config set KEY VALUE --project``); they
+    beat the global ``flags`` for hooks and commands run in that project."""
+    _run(
+        conn,
+        """
+        CREATE TABLE project_flags (
+            project    TEXT NOT NULL,                 -- the project key (a repository's path or a name)
+            key        TEXT NOT NULL,
+            value      TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (project, key)
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_validity_index,
     m003_memory_count,
     m004_turn_journal,
     m005_sync,
+    m006_project_settings,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -39,6 +39,7 @@ def context_of(run, agent: str, native: str) -> str:
     assert text.startswith(opening) and text.endswith(closing)
     assert "not instructions" in text.splitlines()[0]
     assert len(text) <= 1500
+    assert text.splitlines()[-2].startswith(f"(marm: {len(text)} characters, ")  # the size it states
     return text
 
 

@@ -165,7 +165,23 @@ def test_fence_caps_labels_and_cannot_be_closed_from_inside(agent):
     assert text.lower().count("marm-memory") == 2  # the fence's own two tags, nothing from inside
     assert "#7 decision [DOUBTED" in text
     assert "if (a < b && c > d) { retry(); }" in text  # code stays as it was stored
+    # The block states its own size, exactly, and how many memories it holds.
+    shown = sum(1 for line in text.splitlines() if line.startswith("#"))
+    assert 2 < shown < len(lines)  # capped: some lines were left out
+    assert text.splitlines()[-2] == f"(marm: {len(text)} characters, {shown} memories)"
     assert inject.fence(agent, "title", [("Memories:", [])], 1000) is None
+
+
+def test_fence_trailer_counts_notebook_entries_apart_and_stays_under_the_cap():
+    text = inject.fence("claude", "title", [("Active notebook entries:", ["deploy: run make ship"]),
+                                            ("Decisions:", [inject.item(memory(3, "use WAL"))])], 300)
+    assert len(text) <= 300
+    assert text.splitlines()[-2] == f"(marm: {len(text)} characters, 1 memory, 1 notebook entry)"
+    for cap in range(400, 1400, 37):  # whatever the cap, the stated size is the real one
+        many = [inject.item(memory(i, "word " * 30)) for i in range(1, 20)]
+        block = inject.fence("codex", "t", [("", many)], cap)
+        assert block is not None and len(block) <= cap
+        assert f"(marm: {len(block)} characters," in block
 
 
 def test_excerpt_shows_the_part_of_a_long_memory_the_prompt_is_about():
@@ -192,3 +208,21 @@ def test_what_hooks_injected_is_never_captured_back():
     fenced = f"{inject.OPEN}\n#3 decision: use WAL\n{inject.CLOSE}\nand now the cache?"
     assert episode.without_injected(fenced) == "and now the cache?"
     assert episode.without_injected("plain <b>html</b> stays") == "plain <b>html</b> stays"
+
+
+def test_an_episode_ranks_just_below_a_highlight_of_the_same_content():
+    from marm.recall.hybrid import below_its_highlights
+
+    def m(id_, kind, content, session="s"):
+        return Memory(id_, content, "h", kind, session, "/p", None, "hook:stop", "2026-12-01T00:00:00Z",
+                      None, None, "active", None, None)
+
+    said = "We keep totals denormalized on campaigns so the index never sums donations."
+    seen = {1: m(1, "decision", said), 2: m(2, "episode", f"Asked: totals?\nConcluded: Done. {said}"),
+            3: m(3, "episode", "Asked: deploy?\nConcluded: Render redeploys reseed the database."),
+            4: m(4, "episode", f"Asked: again?\nConcluded: {said}", session="other")}
+    ranked = below_its_highlights([(0.5, 2), (0.45, 3), (0.4, 1), (0.35, 4)], seen)
+    order = [mid for _, mid in ranked]
+    assert order.index(1) < order.index(2)          # the highlight first, its episode right after
+    assert order[0] == 3                            # an episode of other content keeps its score
+    assert dict((mid, sc) for sc, mid in ranked)[4] == 0.35  # another session's episode is not moved
