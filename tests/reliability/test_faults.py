@@ -51,7 +51,7 @@ def test_a_full_disk_exits_4_with_sqlite_s_message_and_keeps_everything_written(
         assert run_marm("log", f"NOTE: before the disk filled {i}", env=env).code == 0
         stored.append(i)
     filler = tiny_fs / "filler"
-    with open(filler, "wb") as f:
+    with open(filler, "wb", buffering=0) as f:  # unbuffered: tell() is what reached the disk
         try:
             while True:
                 f.write(b"\0" * 65536)
