@@ -21,13 +21,13 @@ transaction with its journal marker, so a turn is captured once.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from marm.capture import episode, highlights, tools
 from marm.capture.sentences import is_english
 from marm.capture.transcript import Turn, last_turn
-from marm.errors import MarmError
+from marm.errors import MarmError, Refused
 from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import journal
@@ -36,28 +36,20 @@ log = logging.getLogger("marm.capture")
 
 
 @dataclass(frozen=True, slots=True)
-class Captured:
-    episode: int | None = None     # the new episode's id (None: none, or stored already)
-    highlights: int = 0            # new highlights
-
-
-@dataclass(frozen=True, slots=True)
 class Written:
     """What became of each memory a turn yields: ``outcomes`` counts ``added``,
     ``already here`` (the same text is stored in this project) and ``retracted here`` (the
     text was retracted here) or ``refused`` (nothing left once cleaned, too long)."""
 
-    episode: int | None
-    highlights: int
-    outcomes: dict[str, int]
+    episode: int | None = None     # the new episode's id (None: none, or stored already)
+    highlights: int = 0            # new highlights
+    outcomes: dict[str, int] = field(default_factory=dict)
 
 
 def _put(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any],
          recorded_at: str | None = None) -> tuple[int | None, str]:
     """One captured memory and what became of it; a refused or empty text is skipped,
     never fatal."""
-    from marm.errors import Refused
-
     try:
         result = write_memory(ctx, text, kind=kind, session=session, recorded_at=recorded_at,
                               metadata={k: v for k, v in metadata.items() if v})
@@ -68,10 +60,6 @@ def _put(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any],
         log.info("capture skipped: %s", exc.message)
         return None, "refused"
     return (result.id, "added") if result.created else (None, "already here")
-
-
-def _write(ctx: Ctx, text: str, kind: str, session: str, metadata: dict[str, Any]) -> int | None:
-    return _put(ctx, text, kind, session, metadata)[0]
 
 
 def write_turn(ctx: Ctx, session: str, record: episode.TurnRecord, agent: str, *, turn_id: str | None = None,
@@ -150,12 +138,12 @@ def note_tool(ctx: Ctx, session: str, tool_name: str | None, tool_input: dict[st
     text = episode.fix_text(command, earlier.detail, journal.edits_since(store, session, earlier.id), _root(ctx))
     with store.write():
         journal.add(store, session, "pass", command)
-        return _write(ctx, text, "fix", session, {"agent": agent, "captured": "fix"})
+        return _put(ctx, text, "fix", session, {"agent": agent, "captured": "fix"})[0]
 
 
 def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: str | None, agent: str,
                  *, interrupted: bool = False, turn_id: str | None = None,
-                 episode_too: bool = True) -> Captured:
+                 episode_too: bool = True) -> Written:
     """Capture the session's open turn (or, with nothing journaled, the transcript's
     last turn): its episode and highlights, then mark it captured."""
     store = ctx.store()
@@ -165,10 +153,10 @@ def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: 
     if prompt is None:  # no prompt hook saw this turn: the transcript or the payload tells it
         marker = journal.last(store, session, ("turn",))
         if seen is None and not final_message:
-            return Captured()
+            return Written()
         if seen is not None and not final_message and episode_too and marker is not None \
                 and marker.subject == seen.prompt[:8000]:
-            return Captured()  # this turn was captured already
+            return Written()  # this turn was captured already
         prompt = seen.prompt if seen is not None else ""
     messages = list(seen.messages) if seen is not None else []
     if final_message and (not messages or " ".join(messages[-1].split()) != " ".join(final_message.split())):
@@ -186,10 +174,10 @@ def capture_turn(ctx: Ctx, session: str, transcript: str | None, final_message: 
         done = write_turn(ctx, session, record, agent, turn_id=turn_id, episode_too=episode_too)
         if episode_too:
             journal.add(store, session, "turn", prompt[:8000])
-    return Captured(done.episode, done.highlights)
+    return done
 
 
-def note_compact(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Captured:
+def note_compact(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Written:
     """Before a compaction: the open turn's highlights so far, then the mark after
     which this session's memories are no longer in the agent's context."""
     done = capture_turn(ctx, session, transcript, None, agent, episode_too=False)
@@ -204,13 +192,13 @@ def in_context_since(ctx: Ctx, session: str) -> str:
     return mark.at if mark is not None else ""
 
 
-def close_session(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Captured:
+def close_session(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Written:
     """At session end: the turn left open (no Stop came), as interrupted; old journal
     rows of every session are dropped."""
     from datetime import datetime, timedelta, timezone
 
     head, _ = journal.open_turn(ctx.store(), session)
-    done = capture_turn(ctx, session, transcript, None, agent, interrupted=True) if head else Captured()
+    done = capture_turn(ctx, session, transcript, None, agent, interrupted=True) if head else Written()
     cutoff = datetime.now(timezone.utc) - timedelta(days=journal.KEEP_DAYS)
     journal.prune(ctx.store(), cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
     return done

@@ -23,7 +23,7 @@ import itertools
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -76,7 +76,8 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
         raise StoreError(f"cannot open the {what} at {path}: {exc}") from None
     if _trace_sql():
         conn.set_trace_callback(_print_sql)
-    try:
+
+    def configure(conn: sqlite3.Connection) -> None:
         set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
         _claim(conn, path, what, marker)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -84,6 +85,16 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
             raise StoreError(f"cannot put {path} in WAL mode (got {mode})")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+
+    return _configured(conn, path, what, configure)
+
+
+def _configured(conn: sqlite3.Connection, path: Path, what: str,
+                configure: Callable[[sqlite3.Connection], None]) -> sqlite3.Connection:
+    """``conn`` after ``configure``; on any failure it is closed, and a database error is
+    told in marm's words (``describe``)."""
+    try:
+        configure(conn)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise describe(exc, path, what) from None
@@ -125,17 +136,13 @@ def _connect_read_only(path: Path, what: str, marker: str) -> sqlite3.Connection
                                    check_same_thread=False)
         except sqlite3.Error as exc2:
             raise StoreError(f"cannot open the {what} at {path} (read-only): {exc2}") from None
-    try:
+
+    def configure(conn: sqlite3.Connection) -> None:
         set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
         _claim(conn, path, what, marker, stamp=False)
         conn.execute("PRAGMA foreign_keys = ON")
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise describe(exc, path, what) from None
-    except BaseException:
-        conn.close()
-        raise
-    return conn
+
+    return _configured(conn, path, what, configure)
 
 
 def _claim(conn: sqlite3.Connection, path: Path, what: str, marker: str, stamp: bool = True) -> None:

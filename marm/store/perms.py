@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,38 +28,9 @@ class Loose:
 FOUND: dict[Path, Loose] = {}
 
 
-def tighten(root: Path) -> list[Loose]:
-    """Take group/other bits off ``root`` and everything under it (symlinks untouched)."""
-    found: list[Loose] = []
-    if not root.is_dir():
-        return found
-    for base, dirs, files in os.walk(root, followlinks=False):
-        for name in [None, *dirs, *files]:
-            path = Path(base) if name is None else Path(base) / name
-            try:
-                st = os.lstat(path)
-            except OSError:
-                continue
-            if stat.S_ISLNK(st.st_mode):
-                continue
-            mode = stat.S_IMODE(st.st_mode)
-            if not mode & 0o077:
-                continue
-            try:
-                os.chmod(path, mode & ~0o077)
-                fixed = True
-            except OSError:
-                fixed = False
-            found.append(Loose(path, mode, fixed))
-        dirs[:] = [d for d in dirs if not (Path(base) / d).is_symlink()]
-    for loose in found:
-        FOUND.setdefault(loose.path, loose)
-    return found
-
-
-def looser_now(root: Path) -> list[Loose]:
-    """What under ``root`` is looser than 0700/0600 at this moment (changes nothing)."""
-    out: list[Loose] = []
+def _looser(root: Path) -> Iterator[tuple[Path, int]]:
+    """(path, mode) of everything under ``root`` (itself included, symlinks and what they
+    point to left out) that group or others may use."""
     for base, dirs, files in os.walk(root, followlinks=False):
         for name in [None, *dirs, *files]:
             path = Path(base) if name is None else Path(base) / name
@@ -67,8 +39,30 @@ def looser_now(root: Path) -> list[Loose]:
             except OSError:
                 continue
             if not stat.S_ISLNK(st.st_mode) and stat.S_IMODE(st.st_mode) & 0o077:
-                out.append(Loose(path, stat.S_IMODE(st.st_mode), False))
-    return out
+                yield path, stat.S_IMODE(st.st_mode)
+        dirs[:] = [d for d in dirs if not (Path(base) / d).is_symlink()]
+
+
+def tighten(root: Path) -> list[Loose]:
+    """Take group/other bits off ``root`` and everything under it (symlinks untouched)."""
+    found: list[Loose] = []
+    if not root.is_dir():
+        return found
+    for path, mode in _looser(root):
+        try:
+            os.chmod(path, mode & ~0o077)
+            fixed = True
+        except OSError:
+            fixed = False
+        found.append(Loose(path, mode, fixed))
+    for loose in found:
+        FOUND.setdefault(loose.path, loose)
+    return found
+
+
+def looser_now(root: Path) -> list[Loose]:
+    """What under ``root`` is looser than 0700/0600 at this moment (changes nothing)."""
+    return [Loose(path, mode, False) for path, mode in _looser(root)]
 
 
 def private(path: Path) -> Path:

@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import zlib
+from array import array
 from pathlib import Path
 
 import numpy as np
@@ -131,7 +132,7 @@ def main() -> int:
           f"precision {out['cv']['keep_precision']:.3f} recall {out['cv']['keep_recall']:.3f} "
           f"label accuracy {out['cv']['label_accuracy_kept']:.3f}")
     w, b = fit(matrix(texts), y)
-    model = hl.Model(CLASSES, BUCKETS, __import__("array").array("f", w.T.astype(np.float32).ravel().tolist()),
+    model = hl.Model(CLASSES, BUCKETS, array("f", w.T.astype(np.float32).ravel().tolist()),
                      tuple(float(v) for v in b), a.keep, a.neighbour)
     if a.sessions:
         out["sessions"] = session_figures(Path(a.sessions), model)
