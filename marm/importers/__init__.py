@@ -6,24 +6,30 @@ so an import is idempotent by content and respects retractions like any other wr
 Each keeps the time the source recorded a text as the memory's ``recorded_at``, and
 counts per project what it took and what it skipped, with the reason.
 
+A tool's store is read by a module of its own that only turns the source into
+``Record``s (where a text goes, when it was recorded, what kind it is, the source's own
+id for it); ``import_records`` is the one pipeline that writes them (``--since``,
+``--dry-run``, the counts) and is shared by every ``--from`` source. Past sessions
+(``transcripts``) are the exception: they are replayed through the live capture.
+
 One module per source; each is imported only when its source is asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from marm.context import Ctx
 
-#: ``--from`` name -> module that reads it.
+#: ``--from`` name -> (module that reads it, what it is, for help and errors).
 SOURCES = {
-    "marm": "marm.importers.marm_store",
+    "marm": ("marm.importers.marm_store", "a MARM store"),
 }
-#: Sources issue 21 asks for that have no importer yet: named so the refusal says so.
-PLANNED = ("claude-memory", "mcp-memory", "claude-mem", "basic-memory")
 
 
 @dataclass
@@ -130,6 +136,20 @@ def timestamp(value: Any) -> str | None:
         return None
 
 
+def project_of_directory(cwd: str | None) -> str | None:
+    """marm's project for a directory an agent recorded: its git repository while it
+    exists (as a live hook there would decide: outside git, global), else the recorded
+    path itself."""
+    from marm.scope import git_project
+
+    if not cwd:
+        return None
+    path = Path(cwd)
+    if path.exists():
+        return git_project(path)
+    return cwd
+
+
 def project_for_name(store: Any, name: str | None, also: Iterable[str | None] = ()) -> str | None:
     """marm's project for a tool that names projects by their directory's name (MARM,
     claude-mem): the one project marm knows (or of ``also``: the importing directory's)
@@ -141,6 +161,120 @@ def project_for_name(store: Any, name: str | None, also: Iterable[str | None] = 
     known = {*backfill.known_projects(store), *(p for p in also if p)}
     matches = [p for p in known if p.rstrip("/").rsplit("/", 1)[-1] == name]
     return matches[0] if len(matches) == 1 else name
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One text a source holds, as a reader hands it to ``import_records``.
+
+    ``source_id`` is the source's own stable name for it (a row id, a file and its
+    item's position, an entity and its observation), kept in the memory's metadata for
+    provenance; a second import is recognised by content (hash in its project), so an
+    edited note comes in as the new text it now is and the old one stays. ``skip`` is
+    a reason the reader itself leaves it out for (counted, not written)."""
+
+    source_id: str
+    text: str
+    project: str | None
+    recorded_at: str | None
+    kind: str | None = None
+    session: str | None = None
+    platform: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: str | None = None
+
+
+def stated(entities: Iterable[tuple[str, str | None]] = (),
+           relations: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """Metadata naming the entities and relations a source states outright (a knowledge
+    graph's entity, a note's ``relation [[Target]]``): the concept indexer adds them to
+    what it extracts from the text (``marm.concepts.indexer``), so they are edges of the
+    graph and, kept with the memory, survive every rebuild of it."""
+    return {"stated": {
+        "entities": [{"name": n, "type": t} for n, t in entities if n and n.strip()],
+        "relations": [{"from": a, "type": p, "to": b} for a, p, b in relations if a and p and b],
+    }}
+
+
+def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str | None, dry_run: bool,
+                   read: list[str], notes: list[str] | None = None,
+                   also: Callable[[Tallies], None] | None = None) -> ImportSummary:
+    """Write ``records`` in one transaction (rolled back for ``--dry-run``, after the
+    counting): each through ``write``, unless the reader skipped it, it is older than
+    ``since``, or its text was forgotten or superseded here (which ``write_memory``
+    alone would store again). ``also`` writes what a source has besides memories
+    (notebook entries, verdicts) in the same transaction."""
+    from marm.store import memories, transfer
+    from marm.text import clean, content_hash
+
+    store = ctx.store()
+    tallies = Tallies()
+    try:
+        with store.write():
+            forgotten = transfer.forgotten_texts(store)
+            for r in records:
+                tally = tallies.of(r.project)
+                if r.skip:
+                    tally.skip(r.skip)
+                    continue
+                if since and r.recorded_at and r.recorded_at < since:
+                    tally.skip("before --since")
+                    continue
+                digest = content_hash(clean(r.text).text.strip())
+                if (digest, r.project) in forgotten:
+                    tally.skip("forgotten here")
+                    continue
+                here = memories.find_by_hash(store, digest, r.project)
+                if here is not None and here.status == "superseded":
+                    tally.skip("superseded here")
+                    continue
+                with acting(ctx, r.platform):
+                    write(scoped(ctx, r.project), tally, r.text, kind=r.kind, session=r.session,
+                          recorded_at=r.recorded_at,
+                          metadata={"imported": source, "source_id": r.source_id, **r.metadata})
+            if also is not None:
+                also(tallies)
+            if dry_run:
+                raise DryRun
+    except DryRun:
+        pass
+    return ImportSummary.of(source, dry_run, read, tallies, notes)
+
+
+def open_sqlite(path: Path, what: str) -> sqlite3.Connection:
+    """Another tool's SQLite database, read-only (the tool may be running; nothing is
+    changed), with rows readable by column name."""
+    from marm.errors import BadInput, NotFound
+
+    if not path.is_file():
+        raise NotFound(f"no {what} at {path}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise BadInput(f"{path} is not a SQLite database ({exc})") from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def rows(conn: sqlite3.Connection, table: str) -> list[sqlite3.Row]:
+    """Every row of ``table``, or none when this version of the tool has no such table."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is None:
+        return []
+    return conn.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608 - fixed table names
+
+
+def column(row: sqlite3.Row | None, key: str) -> Any:
+    """A column that older versions of a tool's schema may lack."""
+    return row[key] if row is not None and key in row.keys() else None
+
+
+def mtime(path: Path) -> str | None:
+    """A file's modification time: when a tool that keeps no times last wrote it."""
+    try:
+        return timestamp(path.stat().st_mtime)
+    except OSError:
+        return None
 
 
 class DryRun(Exception):

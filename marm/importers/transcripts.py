@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from marm.importers import DryRun, ImportSummary, Tallies, acting, scoped, timestamp
+from marm.importers import DryRun, ImportSummary, Tallies, acting, project_of_directory, scoped, timestamp
 from marm.context import Ctx
 
 
@@ -56,17 +56,6 @@ def files_in(places: Iterable[Path]) -> list[Path]:
             if path.suffix == ".jsonl" or (path.suffix == ".json" and path.parent.name == "chats"):
                 found.append(path)
     return list(dict.fromkeys(found))
-
-
-def _project(cwd: str | None) -> str | None:
-    from marm.scope import git_project
-
-    if not cwd:
-        return None
-    path = Path(cwd)
-    if path.exists():
-        return git_project(path)  # as a live hook in that directory would: outside git, global
-    return cwd
 
 
 def _gemini_cwd(path: Path, project_hash: str | None, candidates: Iterable[str]) -> str | None:
@@ -116,7 +105,7 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             cwd = info.cwd
             if info.agent == "gemini" and not cwd:
                 cwd = _gemini_cwd(path, info.project_hash, sorted(candidates))
-            project = _project(cwd)
+            project = project_of_directory(cwd)
             tally = tallies.of(project)
             session = info.session_id or path.stem
             fallback = timestamp(os.path.getmtime(path))

@@ -365,7 +365,7 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
     """Past sessions or another tool's store (``marm.importers``, loaded only here)."""
     import importlib
 
-    from marm.importers import PLANNED, SOURCES
+    from marm.importers import SOURCES
     from marm.text import to_timestamp
 
     if transcripts and source:
@@ -375,11 +375,10 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
         from marm.importers.transcripts import backfill
 
         return backfill(ctx, paths, start, dry_run)
-    if source in PLANNED:
-        raise BadInput(f"--from {source} has no importer yet; --from takes {', '.join(SOURCES)}")
     if source not in SOURCES:
-        raise BadInput(f"--from takes {', '.join(SOURCES)}, not {source!r}")
+        raise BadInput(f"--from takes {'; '.join(f'{k} ({what})' for k, (_, what) in SOURCES.items())}"
+                       f", not {source!r}")
     if len(paths) > 1:
         raise BadInput(f"--from {source} reads one PATH")
-    module = importlib.import_module(SOURCES[source])
+    module = importlib.import_module(SOURCES[source][0])
     return module.run(ctx, paths[0] if paths else None, start, dry_run)
