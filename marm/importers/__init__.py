@@ -29,6 +29,10 @@ from marm.context import Ctx
 #: ``--from`` name -> (module that reads it, what it is, for help and errors).
 SOURCES = {
     "marm": ("marm.importers.marm_store", "a MARM store"),
+    "claude-memory": ("marm.importers.claude_memory", "Claude Code's auto memory"),
+    "mcp-memory": ("marm.importers.mcp_memory", "the MCP memory server's knowledge graph"),
+    "claude-mem": ("marm.importers.claude_mem", "claude-mem's database"),
+    "basic-memory": ("marm.importers.basic_memory", "basic-memory's notes"),
 }
 
 

@@ -303,7 +303,9 @@ def import_(
         "(default: the agents' or the tool's own place)", argument=True)] = None,
     transcripts: Annotated[bool, Param("replay past Claude Code, Codex and Gemini CLI sessions "
                                        "through the live capture (episodes and highlights)")] = False,
-    from_: Annotated[str | None, Param("import another tool's memory: marm (a MARM store)")] = None,
+    from_: Annotated[str | None, Param(
+        "import another tool's memory: marm (a MARM store), claude-memory (Claude Code's auto "
+        "memory), mcp-memory (the MCP memory server's graph), claude-mem, basic-memory")] = None,
     since: Annotated[str | None, Param("only what was recorded at or after this date or time")] = None,
     dry_run: Annotated[bool, Param("say what would be imported, per project; store nothing")] = False,
 ) -> ImportResult | Any:
@@ -320,9 +322,26 @@ def import_(
     --transcripts [PATH...] backfills past agent sessions (default: ~/.claude/projects,
     ~/.codex/sessions, Gemini CLI's saved chats): each session goes to the project of
     the directory it ran in, with the times it recorded; a turn already captured is
-    skipped. --from marm [PATH] imports MARM's store (~/.marm/marm_memory.db). Both are
-    idempotent, redact secrets, leave text retracted here out, and print what they took
-    and skipped per project.
+    skipped. --from TOOL [PATH] imports another tool's memory from its own place, or
+    PATH: marm (~/.marm/marm_memory.db), claude-memory (~/.claude/projects/*/memory/,
+    or under $CLAUDE_CONFIG_DIR), mcp-memory ($MEMORY_FILE_PATH, else PATH is needed),
+    claude-mem (~/.claude-mem/claude-mem.db), basic-memory (~/basic-memory). All are
+    idempotent, redact secrets, leave text retracted or forgotten here out, queue
+    embedding and concepts, and print what they took and skipped per project.
+
+    Examples:
+
+      marm import backup.jsonl
+
+      marm import --transcripts --since 2026-01-01 --dry-run
+
+      marm import --from claude-memory
+
+      marm import --from mcp-memory ~/mcp/memory.jsonl --json
+
+      marm import --from claude-mem --dry-run
+
+      marm import --from basic-memory ~/notes
     """
     if isinstance(paths, str):  # an in-process caller passing one file
         paths = [paths]
