@@ -22,9 +22,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from marm.context import Ctx
+
+if TYPE_CHECKING:
+    from marm.ops.memory import LogResult
 
 #: ``--from`` name -> (module that reads it, what it is, for help and errors).
 SOURCES = {
@@ -96,9 +99,10 @@ def acting(ctx: Ctx, platform: str | None) -> Iterator[None]:
 
 def write(ctx: Ctx, tally: Tally, text: str, *, kind: str | None = None,
           session: str | None = None, recorded_at: str | None = None,
-          metadata: dict[str, Any] | None = None) -> int | None:
+          metadata: dict[str, Any] | None = None) -> LogResult | None:
     """One imported memory through ``write_memory``; what became of it goes to ``tally``
-    (added by kind, or skipped: already here, retracted here, nothing left once cleaned)."""
+    (added by kind, or skipped: already here, retracted here, nothing left once cleaned).
+    The new memory's result, or None when nothing was added."""
     from marm.errors import MarmError, Refused
     from marm.ops.memory import write_memory
 
@@ -118,7 +122,7 @@ def write(ctx: Ctx, tally: Tally, text: str, *, kind: str | None = None,
         tally.skip("already here")
         return None
     tally.add(result.kind)
-    return result.id
+    return result
 
 
 def timestamp(value: Any) -> str | None:
@@ -200,48 +204,105 @@ def stated(entities: Iterable[tuple[str, str | None]] = (),
     }}
 
 
+#: Records written per transaction at most. An import holds the store's one write lock
+#: only for a batch, then commits and lets it go, so a hook (whose budget for the lock is
+#: a second or two) or a ``marm log`` waits at most one batch, never the whole import
+#: (a 10,000-row source in one transaction held the lock for ~20 s here). Each batch is
+#: whole or absent after a crash; the next run adds exactly the rest (content de-dup).
+BATCH_RECORDS = 250
+
+#: ...or this many seconds per transaction, whichever comes first (records are ~2 ms
+#: each here, more on a loaded machine or for long texts).
+BATCH_SECONDS = 0.25
+
+
 def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str | None, dry_run: bool,
                    read: list[str], notes: list[str] | None = None,
                    also: Callable[[Tallies], None] | None = None) -> ImportSummary:
-    """Write ``records`` in one transaction (rolled back for ``--dry-run``, after the
-    counting): each through ``write``, unless the reader skipped it, it is older than
-    ``since``, or its text was forgotten or superseded here (which ``write_memory``
-    alone would store again). ``also`` writes what a source has besides memories
-    (notebook entries, verdicts) in the same transaction."""
-    from marm.store import memories, transfer
+    """Write ``records`` in batches, one transaction each (``BATCH_RECORDS``,
+    ``BATCH_SECONDS``; the source is read between them, outside the lock): each through
+    ``write``, unless the reader skipped it, it is older than ``since``, or its text was
+    forgotten or superseded here (which ``write_memory`` alone would store again).
+    ``also`` writes what a source has besides memories (notebook entries, verdicts) in
+    one last transaction.
+
+    ``--dry-run`` runs the same batches and rolls each back after counting. What an
+    earlier (rolled-back) batch would have added is remembered by content hash and
+    project, so a text the source holds twice counts as added once and "already here"
+    after, as the real import counts it; the sessions those writes would have made are
+    made again before ``also`` (which counts sessions new here)."""
+    import itertools
+    import time
+    from collections import deque
+
+    from marm.store import memories, sessions, transfer
     from marm.text import clean, content_hash
 
     store = ctx.store()
     tallies = Tallies()
-    try:
-        with store.write():
-            forgotten = transfer.forgotten_texts(store)
-            for r in records:
-                tally = tallies.of(r.project)
-                if r.skip:
-                    tally.skip(r.skip)
-                    continue
-                if since and r.recorded_at and r.recorded_at < since:
-                    tally.skip("before --since")
-                    continue
-                digest = content_hash(clean(r.text).text.strip())
-                if (digest, r.project) in forgotten:
-                    tally.skip("forgotten here")
-                    continue
-                here = memories.find_by_hash(store, digest, r.project)
-                if here is not None and here.status == "superseded":
-                    tally.skip("superseded here")
-                    continue
-                with acting(ctx, r.platform):
-                    write(scoped(ctx, r.project), tally, r.text, kind=r.kind, session=r.session,
-                          recorded_at=r.recorded_at,
-                          metadata={"imported": source, "source_id": r.source_id, **r.metadata})
-            if also is not None:
+    added: set[tuple[str, str | None]] = set()       # (content hash, project) this run added
+    touched: set[tuple[str, str | None]] = set()     # (session, project) those writes used
+    source_records = iter(records)
+    queue: deque[Record] = deque()
+    total = len(records) if isinstance(records, (list, tuple)) else None
+
+    def one(r: Record, forgotten: set[tuple[str, str | None]]) -> None:
+        tally = tallies.of(r.project)
+        if r.skip:
+            tally.skip(r.skip)
+            return
+        if since and r.recorded_at and r.recorded_at < since:
+            tally.skip("before --since")
+            return
+        digest = content_hash(clean(r.text).text.strip())
+        if (digest, r.project) in forgotten:
+            tally.skip("forgotten here")
+            return
+        here = memories.find_by_hash(store, digest, r.project)
+        if here is not None and here.status == "superseded":
+            tally.skip("superseded here")
+            return
+        if dry_run and (digest, r.project) in added:  # added by a batch rolled back since
+            tally.skip("already here")
+            return
+        with acting(ctx, r.platform):
+            result = write(scoped(ctx, r.project), tally, r.text, kind=r.kind, session=r.session,
+                           recorded_at=r.recorded_at,
+                           metadata={"imported": source, "source_id": r.source_id, **r.metadata})
+        if result is not None:
+            added.add((digest, r.project))
+            if result.session:
+                touched.add((result.session, r.project))
+
+    with ctx.progress(total, f"import --from {source}") as bar:
+        while True:
+            queue.extend(itertools.islice(source_records, BATCH_RECORDS - len(queue)))
+            if not queue:
+                break
+            try:
+                with store.write():
+                    started = time.monotonic()  # the lock is held from here
+                    forgotten = transfer.forgotten_texts(store)
+                    while queue:
+                        one(queue.popleft(), forgotten)
+                        bar.advance()
+                        if time.monotonic() - started >= BATCH_SECONDS:
+                            break  # the rest waits in the queue for the next batch
+                    if dry_run:
+                        raise DryRun
+            except DryRun:
+                pass
+    if also is not None:
+        try:
+            with store.write():
+                if dry_run:
+                    for name, project in touched:
+                        sessions.touch(store, name, project)
                 also(tallies)
-            if dry_run:
-                raise DryRun
-    except DryRun:
-        pass
+                if dry_run:
+                    raise DryRun
+        except DryRun:
+            pass
     return ImportSummary.of(source, dry_run, read, tallies, notes)
 
 
