@@ -1,5 +1,10 @@
-"""From basic-memory: the markdown notes of one of its projects (``~/basic-memory``, or
-``$BASIC_MEMORY_HOME``, or PATH: a folder, read recursively, or one note).
+"""From basic-memory: the markdown notes of its projects. PATH is a folder (read
+recursively) or one note; without PATH, every project basic-memory's own config lists
+(``config.json`` in ``$BASIC_MEMORY_CONFIG_DIR``, ``$XDG_CONFIG_HOME/basic-memory`` or
+``~/.basic-memory``: ``projects`` maps a name to its folder, as ``{"name": "/path"}``
+before basic-memory 0.16 and ``{"name": {"path": "/path", "mode": "local"}}`` since; a
+cloud project counts only where it has a local copy, ``local_sync_path``), else the one
+folder ``$BASIC_MEMORY_HOME`` or ``~/basic-memory``.
 
 A note is YAML front matter (``title``, ``type``, ``permalink``, ``tags``) and a body in
 which basic-memory's parser finds, anywhere, list items of two shapes
@@ -23,13 +28,14 @@ database, which its files are the source of).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from marm.context import Ctx
-from marm.errors import NotFound
+from marm.errors import BadInput, NotFound
 from marm.importers import ImportSummary, Record, import_records, mtime, stated
 
 #: A category -> marm's kind, where one fits.
@@ -47,23 +53,84 @@ _TAG = re.compile(r"(?<![\w&#])#([\w/-]+)")
 
 def run(ctx: Ctx, path: str | None, since: str | None, dry_run: bool) -> ImportSummary:
     home = Path(ctx.env.get("HOME") or Path.home())
-    default = ctx.env.get("BASIC_MEMORY_HOME")
-    place = ctx.cwd / Path(path or default or home / "basic-memory").expanduser()
-    if place.is_file():
-        files = [place]
-    elif place.is_dir():
-        files = sorted(p for p in place.rglob("*.md")
-                       if p.is_file() and not any(part.startswith(".") for part in p.relative_to(place).parts))
+    notes: list[str] = []
+    places: list[tuple[str | None, Path]]   # (basic-memory's project name, folder or note)
+    if path:
+        places = [(None, ctx.cwd / Path(path).expanduser())]
     else:
-        raise NotFound(f"no basic-memory notes at {place}" + ("" if path else " (give PATH: the project's folder)"))
-    if not files:
-        raise NotFound(f"no basic-memory notes (*.md) under {place}")
-    root = place.parent if place.is_file() else place
-    records = (r for f in files for r in _records(f, str(f.relative_to(root))))
-    return import_records(ctx, "basic-memory", records, since, dry_run, [str(place)])
+        places = configured(dict(ctx.env), home, notes)
+        if not places:
+            default = ctx.env.get("BASIC_MEMORY_HOME")
+            places = [(None, ctx.cwd / Path(default or home / "basic-memory").expanduser())]
+    found: list[tuple[str | None, Path, Path]] = []   # (project, root, file)
+    seen: set[Path] = set()
+    read: list[str] = []
+    for name, place in places:
+        if place.is_file():
+            files, root = [place], place.parent
+        elif place.is_dir():
+            files, root = sorted(p for p in place.rglob("*.md") if p.is_file() and not any(
+                part.startswith(".") for part in p.relative_to(place).parts)), place
+        elif name is not None:
+            notes.append(f"project {name}: no folder at {place}")
+            continue
+        else:
+            raise NotFound(f"no basic-memory notes at {place}" + ("" if path else " (give PATH: the project's folder)"))
+        read.append(str(place))
+        for f in files:
+            if f.resolve() not in seen:  # a project folder inside another is read once
+                seen.add(f.resolve())
+                found.append((name, root, f))
+    if not found:
+        raise NotFound("no basic-memory notes (*.md) under " + ", ".join(str(p) for _, p in places))
+    records = (r for name, root, f in found for r in _records(f, str(f.relative_to(root)), name))
+    return import_records(ctx, "basic-memory", records, since, dry_run, read, notes)
 
 
-def _records(file: Path, where: str) -> Iterator[Record]:
+def config_file(env: dict[str, str], home: Path) -> Path | None:
+    """basic-memory's config, where basic-memory looks for it (``resolve_data_dir``):
+    ``$BASIC_MEMORY_CONFIG_DIR``, ``$XDG_CONFIG_HOME/basic-memory``, ``~/.basic-memory``
+    (older versions only the last): the first that has a ``config.json``."""
+    candidates = [Path(env["BASIC_MEMORY_CONFIG_DIR"]).expanduser()] if env.get("BASIC_MEMORY_CONFIG_DIR") else []
+    if env.get("XDG_CONFIG_HOME"):
+        candidates.append(Path(env["XDG_CONFIG_HOME"]).expanduser() / "basic-memory")
+    candidates.append(home / ".basic-memory")
+    return next((c / "config.json" for c in candidates if (c / "config.json").is_file()), None)
+
+
+def configured(env: dict[str, str], home: Path, notes: list[str]) -> list[tuple[str | None, Path]]:
+    """(name, folder) of every project basic-memory's config lists, in its order; none
+    when there is no config or it lists none."""
+    file = config_file(env, home)
+    if file is None:
+        return []
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"cannot read basic-memory's config {file}: {str(exc)[:80]}") from None
+    projects = data.get("projects") if isinstance(data, dict) else None
+    if not isinstance(projects, dict):
+        if projects is not None or not isinstance(data, dict):
+            raise BadInput(f"{file} is not basic-memory's config (no projects mapping)")
+        return []
+    out: list[tuple[str | None, Path]] = []
+    for name, entry in projects.items():
+        folder: Any = entry
+        if isinstance(entry, dict):  # 0.16 and later: a ProjectEntry
+            folder = entry.get("path")
+            if str(entry.get("mode") or "local") == "cloud":
+                folder = entry.get("local_sync_path")
+                if not folder:
+                    notes.append(f"project {name}: in Basic Memory Cloud with no local copy, not imported")
+                    continue
+        if not isinstance(folder, str) or not folder.strip():
+            notes.append(f"project {name}: no folder in {file}")
+            continue
+        out.append((str(name), Path(folder).expanduser()))
+    return out
+
+
+def _records(file: Path, where: str, project: str | None = None) -> Iterator[Record]:
     from marm.importers import markdown
 
     at = mtime(file)
@@ -75,10 +142,11 @@ def _records(file: Path, where: str) -> Iterator[Record]:
     title = str(note.meta.get("title") or file.stem).strip()
     kind_of_note = str(note.meta.get("type") or "note")
     common: dict[str, Any] = {"note": title, "file": where, "note_type": kind_of_note,
+                              **({"basic_memory_project": project} if project else {}),
                               **({"permalink": str(note.meta["permalink"])} if note.meta.get("permalink") else {}),
                               **({"note_tags": _tags(note.meta.get("tags"))} if note.meta.get("tags") else {})}
     for piece in markdown.pieces(note.body):
-        key = f"{where}:{piece.line}"
+        key = f"{project}:{where}:{piece.line}" if project else f"{where}:{piece.line}"
         first = piece.text.split("\n", 1)[0]
         observation = _OBSERVATION.match(piece.text) if piece.item and not _TASK.match(piece.text) else None
         relation = _RELATION.match(first) if piece.item and "\n" not in piece.text else None

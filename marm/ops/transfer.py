@@ -325,7 +325,8 @@ def import_(
     skipped. --from TOOL [PATH] imports another tool's memory from its own place, or
     PATH: marm (~/.marm/marm_memory.db), claude-memory (~/.claude/projects/*/memory/,
     or under $CLAUDE_CONFIG_DIR), mcp-memory ($MEMORY_FILE_PATH, else PATH is needed),
-    claude-mem (~/.claude-mem/claude-mem.db), basic-memory (~/basic-memory). All are
+    claude-mem (~/.claude-mem/claude-mem.db), basic-memory (the projects in its
+    ~/.basic-memory/config.json, else ~/basic-memory). All are
     idempotent, redact secrets, leave text retracted or forgotten here out, queue
     embedding and concepts, and print what they took and skipped per project.
 
