@@ -172,3 +172,22 @@ def basic_memory_notes(root: Path) -> Path:
     (root / ".obsidian" / "hidden.md").write_text("- [note] an editor's file, not a note\n")
     touch(note)
     return root
+
+
+def basic_memory_note(folder: Path, title: str, fact: str) -> Path:
+    """One small basic-memory note with one observation, ``Title: fact`` once imported."""
+    folder.mkdir(parents=True, exist_ok=True)
+    note = folder / f"{title.lower().replace(' ', '-')}.md"
+    note.write_text(f"---\ntitle: {title}\ntype: note\n---\n\n## Observations\n- [decision] {fact}\n")
+    touch(note)
+    return note
+
+
+def basic_memory_config(config_dir: Path, projects: dict[str, object], default: str = "main") -> Path:
+    """basic-memory's ``config.json`` as it saves one (``projects``: name -> folder, or
+    name -> entry with ``path`` and ``mode`` since 0.16), with a few of its other keys."""
+    config_dir.mkdir(parents=True, exist_ok=True)
+    path = config_dir / "config.json"
+    path.write_text(json.dumps({"env": "user", "projects": projects, "default_project": default,
+                                "log_level": "INFO", "sync_delay": 1000, "kebab_filenames": False}, indent=2))
+    return path

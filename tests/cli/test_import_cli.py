@@ -7,7 +7,8 @@ import os
 from pathlib import Path
 
 from tests.helpers import git_init, run_marm
-from tests.import_fixtures import CODE, basic_memory_notes, claude_mem_db, claude_memory_dirs, mcp_graph
+from tests.import_fixtures import (CODE, basic_memory_config, basic_memory_note, basic_memory_notes, claude_mem_db,
+                                   claude_memory_dirs, mcp_graph)
 
 
 def _report(run) -> dict:
@@ -59,3 +60,17 @@ def test_basic_memory_cli(tmp_path, marm_home):
     assert again["projects"]["(global)"]["skipped"]["already here"] == 7
     bad = run_marm("import", "--from", "basic-memory", str(tmp_path / "none"), cwd=tmp_path)
     assert bad.code == 3 and "no basic-memory notes at" in bad.err
+
+
+def test_basic_memory_cli_reads_the_projects_in_its_config(tmp_path, marm_home):
+    home = Path(os.environ["HOME"])
+    main, work = home / "basic-memory", tmp_path / "work"
+    basic_memory_note(main, "Main Note", f"main guards {CODE}")
+    basic_memory_note(work, "Work Note", "work ships on Tuesdays")
+    basic_memory_config(home / ".basic-memory", {"main": {"path": str(main), "mode": "local"},
+                                                 "work": {"path": str(work), "mode": "local"}})
+    doc = _report(run_marm("import", "--from", "basic-memory", "--json", cwd=tmp_path))
+    assert doc["read"] == [str(main), str(work)]
+    assert doc["projects"]["(global)"]["added"] == {"decision": 2}
+    found = run_marm("recall", '"ships on Tuesdays"', "--json", cwd=tmp_path).json()["results"]  # exact lane
+    assert [r["content"] for r in found] == ["Work Note: work ships on Tuesdays"]

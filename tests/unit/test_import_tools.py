@@ -26,8 +26,8 @@ from marm.store import Store, memories
 from marm.store.concept_graph import Graph
 from marm.store.memories import Filter
 from tests.helpers import git_init
-from tests.import_fixtures import (AT, CODE, RETRACTED, SECRET, basic_memory_notes, claude_mem_db,
-                                   claude_memory_dirs, mcp_graph)
+from tests.import_fixtures import (AT, CODE, RETRACTED, SECRET, basic_memory_config, basic_memory_note,
+                                   basic_memory_notes, claude_mem_db, claude_memory_dirs, mcp_graph)
 
 def _ctx(cwd: Path) -> Ctx:
     return Ctx(source="cli", cwd=cwd, env=dict(os.environ))
@@ -245,6 +245,79 @@ def test_basic_memory(tmp_path, marm_home):
     assert ("auth design", "implements", "api security requirements") in edges
     assert not any("editor's file" in m.content for m in rows)  # hidden folders are not notes
     assert str(root) in first.read
+
+
+def test_basic_memory_imports_every_project_its_config_lists(tmp_path, marm_home):
+    """No PATH: the projects in ``~/.basic-memory/config.json`` (name -> folder, the
+    format before 0.16), each folder read; a listed folder that is gone is a note."""
+    home = Path(os.environ["HOME"])
+    main = home / "basic-memory"
+    basic_memory_note(main, "Main Note", f"main guards {CODE}")
+    work = tmp_path / "work-notes"
+    basic_memory_note(work / "deep" / "er", "Work Note", "work ships on Tuesdays")
+    basic_memory_note(tmp_path / "unlisted", "Unlisted Note", "a folder basic-memory does not know")
+    basic_memory_config(home / ".basic-memory", {"main": str(main), "work": str(work), "gone": str(tmp_path / "gone")})
+    ctx = _ctx(tmp_path)
+    try:
+        done = basic_memory.run(ctx, None, None, False)
+    finally:
+        ctx.close()
+    assert done.read == [str(main), str(work)]
+    assert done.projects["(global)"]["added"] == {"decision": 2}
+    assert done.notes == [f"project gone: no folder at {tmp_path / 'gone'}"]
+    by_text = {m.content: m for m in _all(marm_home)}
+    assert by_text[f"Main Note: main guards {CODE}"].metadata["basic_memory_project"] == "main"
+    work_note = by_text["Work Note: work ships on Tuesdays"]
+    assert work_note.metadata["basic_memory_project"] == "work" and work_note.metadata["file"] == "deep/er/work-note.md"
+    assert not any("does not know" in t for t in by_text)  # only the listed folders are read
+
+
+def test_basic_memory_config_since_0_16_in_its_config_dir(tmp_path, marm_home, monkeypatch):
+    """``projects`` as entries (``path``, ``mode``), the config in
+    ``$BASIC_MEMORY_CONFIG_DIR`` before ``~/.basic-memory``; a cloud project is read
+    from its local copy, and one without a local copy is left out with a note."""
+    home = Path(os.environ["HOME"])
+    research, synced, old = tmp_path / "research", tmp_path / "synced", home / "basic-memory"
+    basic_memory_note(research, "Research Note", "the cache hit rate is 93%")
+    basic_memory_note(synced, "Synced Note", "the bisync copy is read")
+    basic_memory_note(old, "Home Note", "from a config basic-memory does not read now")
+    basic_memory_config(home / ".basic-memory", {"main": str(old)})
+    basic_memory_config(tmp_path / "bm-config", {
+        "research": {"path": str(research), "mode": "local", "workspace_id": None},
+        "remote": {"path": "remote", "mode": "cloud"},
+        "synced": {"path": "synced", "mode": "cloud", "local_sync_path": str(synced), "bisync_initialized": True},
+    }, default="research")
+    monkeypatch.setenv("BASIC_MEMORY_CONFIG_DIR", str(tmp_path / "bm-config"))
+    ctx = _ctx(tmp_path)
+    try:
+        done = basic_memory.run(ctx, None, None, False)
+    finally:
+        ctx.close()
+    assert done.read == [str(research), str(synced)]
+    assert done.notes == ["project remote: in Basic Memory Cloud with no local copy, not imported"]
+    texts = [m.content for m in _all(marm_home)]
+    assert sorted(texts) == ["Research Note: the cache hit rate is 93%", "Synced Note: the bisync copy is read"]
+
+
+def test_basic_memory_path_beats_its_config_and_a_broken_config_is_an_error(tmp_path, marm_home):
+    home = Path(os.environ["HOME"])
+    listed, given = tmp_path / "listed", tmp_path / "given"
+    basic_memory_note(listed, "Listed Note", "read only without PATH")
+    basic_memory_note(given, "Given Note", "read because it was given")
+    config = basic_memory_config(home / ".basic-memory", {"main": str(listed)})
+    ctx = _ctx(tmp_path)
+    try:
+        done = basic_memory.run(ctx, str(given), None, False)
+        config.write_text('{"projects": {"main": ')
+        with pytest.raises(BadInput, match="cannot read basic-memory's config"):
+            basic_memory.run(ctx, None, None, False)
+        config.write_text('["not", "a", "config"]')
+        with pytest.raises(BadInput, match="is not basic-memory's config"):
+            basic_memory.run(ctx, None, None, False)
+    finally:
+        ctx.close()
+    assert done.read == [str(given)]
+    assert [m.content for m in _all(marm_home)] == ["Given Note: read because it was given"]
 
 
 def test_forgotten_and_superseded_texts_stay_out(tmp_path, marm_home):
