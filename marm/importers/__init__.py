@@ -215,12 +215,21 @@ BATCH_RECORDS = 250
 #: each here, more on a loaded machine or for long texts).
 BATCH_SECONDS = 0.25
 
+#: Seconds the import waits, lock released, after each batch but the last. Releasing
+#: the lock is not enough: a writer that found it taken sleeps in SQLite's busy handler
+#: (at most 100 ms at a time) and, were the next batch to begin at once, would wake to
+#: find it taken again, batch after batch (measured: hooks with a 1.2 s budget gave up
+#: while an import ran). A pause longer than that longest sleep lets every writer that
+#: waited for a batch in before the next one; it costs ~1/3 more wall time.
+BATCH_PAUSE = 0.12
+
 
 def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str | None, dry_run: bool,
                    read: list[str], notes: list[str] | None = None,
                    also: Callable[[Tallies], None] | None = None) -> ImportSummary:
     """Write ``records`` in batches, one transaction each (``BATCH_RECORDS``,
-    ``BATCH_SECONDS``; the source is read between them, outside the lock): each through
+    ``BATCH_SECONDS``; the source is read between them, outside the lock, and a writer
+    waiting for the lock gets it before the next batch, ``BATCH_PAUSE``): each through
     ``write``, unless the reader skipped it, it is older than ``since``, or its text was
     forgotten or superseded here (which ``write_memory`` alone would store again).
     ``also`` writes what a source has besides memories (notebook entries, verdicts) in
@@ -275,10 +284,8 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
                 touched.add((result.session, r.project))
 
     with ctx.progress(total, f"import --from {source}") as bar:
-        while True:
-            queue.extend(itertools.islice(source_records, BATCH_RECORDS - len(queue)))
-            if not queue:
-                break
+        queue.extend(itertools.islice(source_records, BATCH_RECORDS))
+        while queue:
             try:
                 with store.write():
                     started = time.monotonic()  # the lock is held from here
@@ -292,6 +299,9 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
                         raise DryRun
             except DryRun:
                 pass
+            queue.extend(itertools.islice(source_records, BATCH_RECORDS - len(queue)))  # lock released
+            if queue or also is not None:
+                time.sleep(BATCH_PAUSE)  # a writer waiting for this batch goes first (``BATCH_PAUSE``)
     if also is not None:
         try:
             with store.write():
