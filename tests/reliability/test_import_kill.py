@@ -1,7 +1,8 @@
-"""kill -9 of `marm import --from mcp-memory` after its first batches are committed, then
-the same import again: the killed run left whole batches only (a prefix of the source,
-each memory with its queued work), and the second adds exactly the rest, each text once.
-Real processes, real SQLite, a source many batches long (``BATCH_RECORDS``)."""
+"""A real `marm import --from mcp-memory` of a source many batches long (``BATCH_RECORDS``)
+beside other processes: a writer with the shortest hook budget gets the lock while it
+runs, every time; and a kill -9 after its first batches are committed, then the same
+import again: the killed run left whole batches only (a prefix of the source, each
+memory with its queued work), and the second adds exactly the rest, each text once."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from pathlib import Path
 import pytest
 
 from marm import config
+from marm.context import Ctx
+from marm.hooks.run import BUDGET
 from marm.importers import BATCH_RECORDS
+from marm.ops.memory import write_memory
 from tests.helpers import run_marm
 
 ENTITIES, EACH = 60, 25
@@ -98,3 +102,41 @@ def test_kill_9_between_batches_then_import_again_adds_exactly_the_rest(tmp_path
     assert Counter(final) == Counter(texts)  # the full set, each text once
     assert len(final) == TOTAL
     assert tasks == Counter({(k, t): 1 for t in texts for k in ("embed", "concepts")})
+
+
+def test_a_hook_with_the_shortest_budget_writes_while_an_import_runs(tmp_path, marm_home):
+    """Each write below waits for the lock as a hook does (its busy timeout is the
+    session-end budget, the shortest); none may give up. Without the pause between
+    batches (``BATCH_PAUSE``) most waited the whole budget and some gave up (measured)."""
+    source = tmp_path / "memory.jsonl"
+    texts = _graph(source)
+    db = config.database_path(marm_home)
+    proc = subprocess.Popen([sys.executable, "-m", "marm", "import", "--from", "mcp-memory", str(source), "--json"],
+                            cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 120
+    while _committed(db) == 0 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    hook_texts, failures = [], []
+    while proc.poll() is None and time.monotonic() < deadline:
+        hook = Ctx(source="hook:session-end", cwd=tmp_path, env=dict(os.environ))
+        try:
+            hook.store().set_busy_timeout(BUDGET["session-end"])
+            text = f"hook write {len(hook_texts)} while the import runs"
+            write_memory(hook, text, project=str(tmp_path / "hooked"))
+            hook_texts.append(text)
+        except Exception as exc:  # noqa: BLE001 - what a hook would have failed with
+            failures.append(repr(exc))
+        finally:
+            hook.close()
+        time.sleep(0.05)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err.decode()[-300:]
+    assert failures == []
+    assert len(hook_texts) >= 3  # the import ran through several of them
+    assert _added(out) == {"note": TOTAL}
+    final, _ = _state(db)
+    assert Counter(final) == Counter(texts + hook_texts)  # every import text once, every hook write in
+
+
+def _added(out: bytes) -> dict[str, int]:
+    return json.loads(out)["projects"]["(global)"]["added"]

@@ -87,6 +87,7 @@ def test_the_time_bound_alone_ends_a_batch(tmp_path, marm_home, monkeypatch):
     """With no time to spare each record is its own transaction: the time bound ends a
     batch after the record that used it up, never before one record is written."""
     monkeypatch.setattr(importers, "BATCH_SECONDS", 0.0)
+    monkeypatch.setattr(importers, "BATCH_PAUSE", 0.0)  # twelve batches: no need to wait between them
     ctx = _ctx(tmp_path)
     db = config.database_path(marm_home)
     ctx.store()
