@@ -215,13 +215,42 @@ BATCH_RECORDS = 250
 #: each here, more on a loaded machine or for long texts).
 BATCH_SECONDS = 0.25
 
-#: Seconds the import waits, lock released, after each batch but the last. Releasing
+#: Seconds an import waits, lock released, between two transactions once it has held
+#: the lock for ``BATCH_SECONDS`` since it last waited (``Pacer``). Releasing
 #: the lock is not enough: a writer that found it taken sleeps in SQLite's busy handler
 #: (at most 100 ms at a time) and, were the next batch to begin at once, would wake to
 #: find it taken again, batch after batch (measured: hooks with a 1.2 s budget gave up
 #: while an import ran). A pause longer than that longest sleep lets every writer that
-#: waited for a batch in before the next one; it costs ~1/3 more wall time.
+#: waited for a batch in before the next one; an import takes up to ~1/2 as long again.
 BATCH_PAUSE = 0.12
+
+
+class Pacer:
+    """How long an import has held the write lock since it last let others in: after
+    ``BATCH_SECONDS`` of it, ``rest`` pauses ``BATCH_PAUSE`` between two transactions
+    (``--from`` batches; past sessions, one transaction each)."""
+
+    def __init__(self) -> None:
+        self.held = 0.0
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Count the time spent inside (call it inside the transaction)."""
+        import time
+
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.held += time.monotonic() - start
+
+    def rest(self) -> None:
+        """Between transactions, with more to write: let a waiting writer in."""
+        import time
+
+        if self.held and self.held >= BATCH_SECONDS:
+            time.sleep(BATCH_PAUSE)
+            self.held = 0.0
 
 
 def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str | None, dry_run: bool,
@@ -283,11 +312,12 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
             if result.session:
                 touched.add((result.session, r.project))
 
+    pacer = Pacer()
     with ctx.progress(total, f"import --from {source}") as bar:
         queue.extend(itertools.islice(source_records, BATCH_RECORDS))
         while queue:
             try:
-                with store.write():
+                with store.write(), pacer.holding():
                     started = time.monotonic()  # the lock is held from here
                     forgotten = transfer.forgotten_texts(store)
                     while queue:
@@ -301,7 +331,7 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
                 pass
             queue.extend(itertools.islice(source_records, BATCH_RECORDS - len(queue)))  # lock released
             if queue or also is not None:
-                time.sleep(BATCH_PAUSE)  # a writer waiting for this batch goes first (``BATCH_PAUSE``)
+                pacer.rest()  # a writer waiting for these batches goes first (``BATCH_PAUSE``)
     if also is not None:
         try:
             with store.write():

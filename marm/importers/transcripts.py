@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from marm.importers import DryRun, ImportSummary, Tallies, acting, project_of_directory, scoped, timestamp
+from marm.importers import DryRun, ImportSummary, Pacer, Tallies, acting, project_of_directory, scoped, timestamp
 from marm.context import Ctx
 
 
@@ -95,6 +95,7 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
         parsed.append((path, records, session_of(records)))
     candidates = {s.cwd for _, _, s in parsed if s is not None and s.cwd} | set(reads.known_projects(store))
     unreadable = 0
+    pacer = Pacer()
     with ctx.progress(len(parsed), "transcripts") as bar:
         for path, records, info in parsed:
             bar.advance()
@@ -114,7 +115,8 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             seen = reads.episode_heads(store, session)
             took = 0
             try:
-                with acting(ctx, info.agent), store.write():
+                pacer.rest()  # sessions back to back would keep a waiting hook out
+                with acting(ctx, info.agent), store.write(), pacer.holding():
                     for turn in turns:
                         at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
                         if since and at and at < since:
