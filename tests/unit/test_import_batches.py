@@ -175,3 +175,27 @@ def test_a_dry_run_counts_what_the_import_does_across_batches(tmp_path, marm_hom
     finally:
         conn.close()
     assert status == "active"
+
+
+def test_past_sessions_back_to_back_pause_for_waiting_writers(tmp_path, marm_home, monkeypatch):
+    """``--transcripts`` writes one transaction per session; once they have held the lock
+    for ``BATCH_SECONDS`` it pauses ``BATCH_PAUSE`` before the next, as ``--from`` does
+    between batches (with no time to spare: before every session but the first)."""
+    import time
+
+    from marm.importers.transcripts import backfill
+    from tests.unit.test_import_transcripts import _claude
+
+    home = Path(os.environ["HOME"])
+    for n in range(5):
+        _claude(home, tmp_path / f"repo{n}", session=f"c-{n}")
+    monkeypatch.setattr(importers, "BATCH_SECONDS", 0.0)
+    naps: list[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)
+    ctx = _ctx(tmp_path)
+    try:
+        done = backfill(ctx, [], None, False)
+    finally:
+        ctx.close()
+    assert sum(t["sessions"] for t in done.projects.values()) == 5
+    assert naps == [importers.BATCH_PAUSE] * 4
