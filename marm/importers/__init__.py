@@ -205,9 +205,11 @@ def stated(entities: Iterable[tuple[str, str | None]] = (),
 
 
 #: Records written per transaction at most. An import holds the store's one write lock
-#: only for a batch, then commits and lets it go, so a hook (whose budget for the lock is
-#: a second or two) or a ``marm log`` waits at most one batch, never the whole import
-#: (a 10,000-row source in one transaction held the lock for ~20 s here). Each batch is
+#: only for a batch, then commits and lets it go (and, ``BATCH_PAUSE``, lets a waiting
+#: writer in), so a hook (whose budget for the lock is 1.2 s at the least) or a ``marm
+#: log`` waits for ``BATCH_SECONDS`` of lock time plus one batch at most, about half a
+#: second, never the whole import (a 10,000-row source in one transaction held the lock
+#: for ~20 s here). Each batch is
 #: whole or absent after a crash; the next run adds exactly the rest (content de-dup).
 BATCH_RECORDS = 250
 
