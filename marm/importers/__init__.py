@@ -209,8 +209,8 @@ def stated(entities: Iterable[tuple[str, str | None]] = (),
 #: writer in), so a hook (whose budget for the lock is 1.2 s at the least) or a ``marm
 #: log`` waits for ``BATCH_SECONDS`` of lock time plus one batch at most, about half a
 #: second, never the whole import (a 10,000-row source in one transaction held the lock
-#: for ~20 s here). Each batch is
-#: whole or absent after a crash; the next run adds exactly the rest (content de-dup).
+#: for ~20 s here). Each batch is whole or absent after a crash; the next run adds
+#: exactly the rest (content de-dup).
 BATCH_RECORDS = 250
 
 #: ...or this many seconds per transaction, whichever comes first (records are ~2 ms
@@ -260,7 +260,7 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
                    also: Callable[[Tallies], None] | None = None) -> ImportSummary:
     """Write ``records`` in batches, one transaction each (``BATCH_RECORDS``,
     ``BATCH_SECONDS``; the source is read between them, outside the lock, and a writer
-    waiting for the lock gets it before the next batch, ``BATCH_PAUSE``): each through
+    waiting for the lock is let in between them, ``BATCH_PAUSE``): each through
     ``write``, unless the reader skipped it, it is older than ``since``, or its text was
     forgotten or superseded here (which ``write_memory`` alone would store again).
     ``also`` writes what a source has besides memories (notebook entries, verdicts) in
