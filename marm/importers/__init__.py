@@ -54,6 +54,12 @@ class Tally:
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
 
+    def unadd(self, kind: str) -> None:
+        """Take back one ``add`` (a dry run's count of what turned out to be a repeat)."""
+        self.added[kind] -= 1
+        if not self.added[kind]:
+            del self.added[kind]
+
 
 class Tallies(dict):
     """Project key -> its ``Tally`` (``None`` is global)."""

@@ -21,7 +21,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from marm.importers import DryRun, ImportSummary, Pacer, Tallies, acting, project_of_directory, scoped, timestamp
+from marm.importers import (DryRun, ImportSummary, Pacer, Tallies, Tally, acting, project_of_directory, scoped,
+                            timestamp)
 from marm.context import Ctx
 
 
@@ -96,6 +97,8 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
     candidates = {s.cwd for _, _, s in parsed if s is not None and s.cwd} | set(reads.known_projects(store))
     unreadable = 0
     pacer = Pacer()
+    would_add: set[tuple[str, str | None]] = set()   # a dry run's: (hash, project) of what it added
+    dry_heads: dict[str, set[str]] = {}               # a dry run's: session -> its episodes' heads
     with ctx.progress(len(parsed), "transcripts") as bar:
         for path, records, info in parsed:
             bar.advance()
@@ -112,11 +115,12 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             fallback = timestamp(os.path.getmtime(path))
             sctx = scoped(ctx, project, cwd=Path(cwd) if cwd else ctx.cwd)
             root = str(sctx.cwd) if cwd else None
-            seen = reads.episode_heads(store, session)
+            seen = reads.episode_heads(store, session) | dry_heads.get(session, set())
             took = 0
             try:
                 pacer.rest()  # sessions back to back would keep a waiting hook out
                 with acting(ctx, info.agent), store.write(), pacer.holding():
+                    before = reads.last_memory_id(store) if dry_run else 0
                     for turn in turns:
                         at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
                         if since and at and at < since:
@@ -138,6 +142,7 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
                             if outcome != "added":
                                 tally.skip(outcome, n)
                     if dry_run:
+                        _repeats(reads.added_after(store, before), session, tally, would_add, dry_heads)
                         raise DryRun
             except DryRun:
                 pass
@@ -145,3 +150,19 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             tally.sessions += 1 if took else 0
     notes = [f"{unreadable} files held no turns (not a transcript, or empty)"] if unreadable else []
     return ImportSummary.of("transcripts", dry_run, [str(p) for p in places if p.exists()], tallies, notes)
+
+
+def _repeats(written: list[tuple[str, str | None, str, str]], session: str, tally: Tally,
+             would_add: set[tuple[str, str | None]], dry_heads: dict[str, set[str]]) -> None:
+    """A dry run rolls each session back, so a later session does not see what an
+    earlier one would have stored: a text it writes again (same hash, same project) was
+    counted as added, where the import finds it already here. Count it so, and keep the
+    episodes' heads a later file of the same session would find captured."""
+    for digest, project, kind, content in written:
+        if (digest, project) in would_add:
+            tally.unadd("episode" if kind == "episode" else "highlight")
+            tally.skip("already here")
+            continue
+        would_add.add((digest, project))
+        if kind == "episode":
+            dry_heads.setdefault(session, set()).add(content.split("\n", 1)[0])
