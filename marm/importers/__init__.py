@@ -240,17 +240,24 @@ class Pacer:
 
     def __init__(self) -> None:
         self.held = 0.0
+        self.start = 0.0
 
     @contextmanager
     def holding(self) -> Iterator[None]:
         """Count the time spent inside (call it inside the transaction)."""
         import time
 
-        start = time.monotonic()
+        self.start = time.monotonic()
         try:
             yield
         finally:
-            self.held += time.monotonic() - start
+            self.held += time.monotonic() - self.start
+
+    def due(self) -> bool:
+        """Whether the transaction under way has had its ``BATCH_SECONDS``."""
+        import time
+
+        return time.monotonic() - self.start >= BATCH_SECONDS
 
     def rest(self) -> None:
         """Between transactions, with more to write: let a waiting writer in."""
@@ -278,7 +285,6 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
     after, as the real import counts it; the sessions those writes would have made are
     made again before ``also`` (which counts sessions new here)."""
     import itertools
-    import time
     from collections import deque
 
     from marm.store import memories, sessions, transfer
@@ -325,13 +331,12 @@ def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str 
         queue.extend(itertools.islice(source_records, BATCH_RECORDS))
         while queue:
             try:
-                with store.write(), pacer.holding():
-                    started = time.monotonic()  # the lock is held from here
+                with store.write(), pacer.holding():  # the lock is held from here
                     forgotten = transfer.forgotten_texts(store)
                     while queue:
                         one(queue.popleft(), forgotten)
                         bar.advance()
-                        if time.monotonic() - started >= BATCH_SECONDS:
+                        if pacer.due():
                             break  # the rest waits in the queue for the next batch
                     if dry_run:
                         raise DryRun

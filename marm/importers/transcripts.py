@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Iterable
+from typing import Any
 from pathlib import Path
 
 from marm.importers import (DryRun, ImportSummary, Pacer, Tallies, Tally, acting, project_of_directory, scoped,
@@ -77,9 +79,7 @@ def _gemini_cwd(path: Path, project_hash: str | None, candidates: Iterable[str])
 
 
 def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> ImportSummary:
-    from marm.capture import episode
     from marm.capture.transcript import read_records, session_of, turns_of
-    from marm.ops.capture import record_of, write_turn
     from marm.store import backfill as reads
 
     home = Path(ctx.env.get("HOME") or Path.home())
@@ -117,39 +117,53 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             root = str(sctx.cwd) if cwd else None
             seen = reads.episode_heads(store, session) | dry_heads.get(session, set())
             took = 0
-            try:
-                pacer.rest()  # sessions back to back would keep a waiting hook out
-                with acting(ctx, info.agent), store.write(), pacer.holding():
-                    before = reads.last_memory_id(store) if dry_run else 0
-                    for turn in turns:
-                        at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
-                        if since and at and at < since:
-                            tally.skip("before --since")
-                            continue
-                        record = record_of(turn)
-                        body = episode.text(record, root)
-                        if body and body.split("\n", 1)[0] in seen:
-                            tally.skip("turn captured already")
-                            continue
-                        done = write_turn(sctx, session, record, info.agent, recorded_at=at,
-                                          extra={"imported": "transcript"})
-                        took += 1
-                        if done.episode:
-                            tally.add("episode")
-                        if done.highlights:
-                            tally.add("highlight", done.highlights)
-                        for outcome, n in done.outcomes.items():
-                            if outcome != "added":
-                                tally.skip(outcome, n)
-                    if dry_run:
-                        _repeats(reads.added_after(store, before), session, tally, would_add, dry_heads)
-                        raise DryRun
-            except DryRun:
-                pass
+            pending = deque(turns)
+            while pending:  # a long session in several transactions (``BATCH_SECONDS`` each)
+                pacer.rest()  # transactions back to back would keep a waiting hook out
+                try:
+                    with acting(ctx, info.agent), store.write(), pacer.holding():
+                        before = reads.last_memory_id(store) if dry_run else 0
+                        while pending:
+                            took += _turn(sctx, session, info.agent, pending.popleft(), since, fallback, root,
+                                          seen, tally)
+                            if pacer.due():
+                                break
+                        if dry_run:
+                            _repeats(reads.added_after(store, before), session, tally, would_add, dry_heads)
+                            raise DryRun
+                except DryRun:
+                    pass
             tally.turns += took
             tally.sessions += 1 if took else 0
     notes = [f"{unreadable} files held no turns (not a transcript, or empty)"] if unreadable else []
     return ImportSummary.of("transcripts", dry_run, [str(p) for p in places if p.exists()], tallies, notes)
+
+
+def _turn(sctx: Ctx, session: str, agent: str, turn: Any, since: str | None, fallback: str | None,
+          root: str | None, seen: set[str], tally: Tally) -> int:
+    """One past turn through the live capture (1), or skipped: before ``since``, or
+    captured already (0)."""
+    from marm.capture import episode
+    from marm.ops.capture import record_of, write_turn
+
+    at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
+    if since and at and at < since:
+        tally.skip("before --since")
+        return 0
+    record = record_of(turn)
+    body = episode.text(record, root)
+    if body and body.split("\n", 1)[0] in seen:
+        tally.skip("turn captured already")
+        return 0
+    done = write_turn(sctx, session, record, agent, recorded_at=at, extra={"imported": "transcript"})
+    if done.episode:
+        tally.add("episode")
+    if done.highlights:
+        tally.add("highlight", done.highlights)
+    for outcome, n in done.outcomes.items():
+        if outcome != "added":
+            tally.skip(outcome, n)
+    return 1
 
 
 def _repeats(written: list[tuple[str, str | None, str, str]], session: str, tally: Tally,
