@@ -199,3 +199,58 @@ def test_past_sessions_back_to_back_pause_for_waiting_writers(tmp_path, marm_hom
         ctx.close()
     assert sum(t["sessions"] for t in done.projects.values()) == 5
     assert naps == [importers.BATCH_PAUSE] * 4
+
+
+def _long_claude_session(home: Path, cwd: Path) -> Path:
+    """One Claude Code session of three turns, the third asking and answering what the
+    first did."""
+    import json
+
+    folder = home / ".claude" / "projects" / str(cwd).replace("/", "-")
+    folder.mkdir(parents=True, exist_ok=True)
+    turns = [("Should the retry queue keep Redis?", "- We decided to move the retry queue to SQLite because Redis was a second store."),
+             ("And the cache?", "- We decided to keep the cache in memory because it is small."),
+             ("Should the retry queue keep Redis?", "- We decided to move the retry queue to SQLite because Redis was a second store.")]
+    rows = []
+    for n, (asked, answer) in enumerate(turns):
+        rows += [{"type": "user", "sessionId": "long", "cwd": str(cwd), "timestamp": f"2025-03-01T10:0{n}:00.000Z",
+                  "message": {"role": "user", "content": asked}},
+                 {"type": "assistant", "sessionId": "long", "cwd": str(cwd),
+                  "timestamp": f"2025-03-01T10:0{n}:30.000Z",
+                  "message": {"role": "assistant", "content": [{"type": "text", "text": answer}]}}]
+    path = folder / "long.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return path
+
+
+def test_a_long_past_session_is_written_in_several_transactions_and_counted_alike(
+        tmp_path, marm_home, monkeypatch):
+    """With no time to spare each turn of a session is its own transaction (a pause
+    between them); a dry run, each rolled back, counts the repeated turn as the import
+    does."""
+    import time
+
+    from marm.importers.transcripts import backfill
+    from tests.helpers import git_init
+
+    repo = git_init(tmp_path / "repo")
+    _long_claude_session(Path(os.environ["HOME"]), repo)
+    monkeypatch.setattr(importers, "BATCH_SECONDS", 0.0)
+    naps: list[float] = []
+    monkeypatch.setattr(time, "sleep", naps.append)
+    ctx = _ctx(tmp_path)
+    try:
+        dry = backfill(ctx, [], None, True)
+        dry_naps, naps[:] = list(naps), []
+        after_dry = _texts(config.database_path(marm_home))
+        real = backfill(ctx, [], None, False)
+    finally:
+        ctx.close()
+    assert naps == dry_naps == [importers.BATCH_PAUSE] * 2  # three transactions each
+    assert dry.projects == real.projects
+    counts = real.projects[str(repo)]
+    assert counts["turns"] == 3 and counts["added"] == {"episode": 2, "highlight": 2}
+    assert counts["skipped"] == {"already here": 2}  # the repeated turn's episode and highlight
+    assert after_dry == Counter()
+    texts = _texts(config.database_path(marm_home))
+    assert texts[(str(repo), "We decided to move the retry queue to SQLite because Redis was a second store.")] == 1
