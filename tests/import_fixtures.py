@@ -185,7 +185,7 @@ def basic_memory_note(folder: Path, title: str, fact: str) -> Path:
 
 def basic_memory_config(config_dir: Path, projects: dict[str, object], default: str = "main") -> Path:
     """basic-memory's ``config.json`` as it saves one (``projects``: name -> folder, or
-    name -> entry with ``path`` and ``mode`` since 0.16), with a few of its other keys."""
+    name -> entry with ``path`` and ``mode`` since 0.19), with a few of its other keys."""
     config_dir.mkdir(parents=True, exist_ok=True)
     path = config_dir / "config.json"
     path.write_text(json.dumps({"env": "user", "projects": projects, "default_project": default,

@@ -2,7 +2,7 @@
 recursively) or one note; without PATH, every project basic-memory's own config lists
 (``config.json`` in ``$BASIC_MEMORY_CONFIG_DIR``, ``$XDG_CONFIG_HOME/basic-memory`` or
 ``~/.basic-memory``: ``projects`` maps a name to its folder, as ``{"name": "/path"}``
-before basic-memory 0.16 and ``{"name": {"path": "/path", "mode": "local"}}`` since; a
+before basic-memory 0.19 and ``{"name": {"path": "/path", "mode": "local"}}`` since; a
 cloud project counts only where it has a local copy, ``local_sync_path``), else the one
 folder ``$BASIC_MEMORY_HOME`` or ``~/basic-memory``.
 
@@ -89,8 +89,8 @@ def run(ctx: Ctx, path: str | None, since: str | None, dry_run: bool) -> ImportS
 
 def config_file(env: dict[str, str], home: Path) -> Path | None:
     """basic-memory's config, where basic-memory looks for it (``resolve_data_dir``):
-    ``$BASIC_MEMORY_CONFIG_DIR``, ``$XDG_CONFIG_HOME/basic-memory``, ``~/.basic-memory``
-    (older versions only the last): the first that has a ``config.json``."""
+    ``$BASIC_MEMORY_CONFIG_DIR`` (since 0.15.1), ``$XDG_CONFIG_HOME/basic-memory`` (since
+    0.21.2), ``~/.basic-memory``: the first that has a ``config.json``."""
     candidates = [Path(env["BASIC_MEMORY_CONFIG_DIR"]).expanduser()] if env.get("BASIC_MEMORY_CONFIG_DIR") else []
     if env.get("XDG_CONFIG_HOME"):
         candidates.append(Path(env["XDG_CONFIG_HOME"]).expanduser() / "basic-memory")
@@ -116,7 +116,7 @@ def configured(env: dict[str, str], home: Path, notes: list[str]) -> list[tuple[
     out: list[tuple[str | None, Path]] = []
     for name, entry in projects.items():
         folder: Any = entry
-        if isinstance(entry, dict):  # 0.16 and later: a ProjectEntry
+        if isinstance(entry, dict):  # 0.19 and later: a ProjectEntry
             folder = entry.get("path")
             if str(entry.get("mode") or "local") == "cloud":
                 folder = entry.get("local_sync_path")

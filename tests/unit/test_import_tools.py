@@ -249,7 +249,7 @@ def test_basic_memory(tmp_path, marm_home):
 
 def test_basic_memory_imports_every_project_its_config_lists(tmp_path, marm_home):
     """No PATH: the projects in ``~/.basic-memory/config.json`` (name -> folder, the
-    format before 0.16), each folder read; a listed folder that is gone is a note."""
+    format before 0.19), each folder read; a listed folder that is gone is a note."""
     home = Path(os.environ["HOME"])
     main = home / "basic-memory"
     basic_memory_note(main, "Main Note", f"main guards {CODE}")
@@ -272,7 +272,7 @@ def test_basic_memory_imports_every_project_its_config_lists(tmp_path, marm_home
     assert not any("does not know" in t for t in by_text)  # only the listed folders are read
 
 
-def test_basic_memory_config_since_0_16_in_its_config_dir(tmp_path, marm_home, monkeypatch):
+def test_basic_memory_config_since_0_19_in_its_config_dir(tmp_path, marm_home, monkeypatch):
     """``projects`` as entries (``path``, ``mode``), the config in
     ``$BASIC_MEMORY_CONFIG_DIR`` before ``~/.basic-memory``; a cloud project is read
     from its local copy, and one without a local copy is left out with a note."""
