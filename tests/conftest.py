@@ -22,7 +22,8 @@ def marm_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("HOME", str(user_home))
     for var in ("MARM_PROJECT", "MARM_SESSION", "MARM_CAPTURE", "MARM_EMBED_MODEL",
                 "CLAUDE_CONFIG_DIR", "CODEX_HOME", "GEMINI_CLI_HOME", "CLAUDE_PROJECT_DIR",
-                "GEMINI_PROJECT_DIR"):
+                "GEMINI_PROJECT_DIR", "MEMORY_FILE_PATH", "CLAUDE_MEM_DATA_DIR", "BASIC_MEMORY_HOME",
+                "BASIC_MEMORY_CONFIG_DIR", "XDG_CONFIG_HOME"):
         monkeypatch.delenv(var, raising=False)
     return home
 

@@ -6,24 +6,37 @@ so an import is idempotent by content and respects retractions like any other wr
 Each keeps the time the source recorded a text as the memory's ``recorded_at``, and
 counts per project what it took and what it skipped, with the reason.
 
+A tool's store is read by a module of its own that only turns the source into
+``Record``s (where a text goes, when it was recorded, what kind it is, the source's own
+id for it); ``import_records`` is the one pipeline that writes them (``--since``,
+``--dry-run``, the counts) and is shared by every ``--from`` source. Past sessions
+(``transcripts``) are the exception: they are replayed through the live capture.
+
 One module per source; each is imported only when its source is asked for.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from marm.context import Ctx
 
-#: ``--from`` name -> module that reads it.
+if TYPE_CHECKING:
+    from marm.ops.memory import LogResult
+
+#: ``--from`` name -> (module that reads it, what it is, for help and errors).
 SOURCES = {
-    "marm": "marm.importers.marm_store",
+    "marm": ("marm.importers.marm_store", "a MARM store"),
+    "claude-memory": ("marm.importers.claude_memory", "Claude Code's auto memory"),
+    "mcp-memory": ("marm.importers.mcp_memory", "the MCP memory server's knowledge graph"),
+    "claude-mem": ("marm.importers.claude_mem", "claude-mem's database"),
+    "basic-memory": ("marm.importers.basic_memory", "basic-memory's notes"),
 }
-#: Sources issue 21 asks for that have no importer yet: named so the refusal says so.
-PLANNED = ("claude-memory", "mcp-memory", "claude-mem", "basic-memory")
 
 
 @dataclass
@@ -40,6 +53,12 @@ class Tally:
 
     def skip(self, reason: str, n: int = 1) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+    def unadd(self, kind: str) -> None:
+        """Take back one ``add`` (a dry run's count of what turned out to be a repeat)."""
+        self.added[kind] -= 1
+        if not self.added[kind]:
+            del self.added[kind]
 
 
 class Tallies(dict):
@@ -86,9 +105,10 @@ def acting(ctx: Ctx, platform: str | None) -> Iterator[None]:
 
 def write(ctx: Ctx, tally: Tally, text: str, *, kind: str | None = None,
           session: str | None = None, recorded_at: str | None = None,
-          metadata: dict[str, Any] | None = None) -> int | None:
+          metadata: dict[str, Any] | None = None) -> LogResult | None:
     """One imported memory through ``write_memory``; what became of it goes to ``tally``
-    (added by kind, or skipped: already here, retracted here, nothing left once cleaned)."""
+    (added by kind, or skipped: already here, retracted here, nothing left once cleaned).
+    The new memory's result, or None when nothing was added."""
     from marm.errors import MarmError, Refused
     from marm.ops.memory import write_memory
 
@@ -108,7 +128,7 @@ def write(ctx: Ctx, tally: Tally, text: str, *, kind: str | None = None,
         tally.skip("already here")
         return None
     tally.add(result.kind)
-    return result.id
+    return result
 
 
 def timestamp(value: Any) -> str | None:
@@ -130,6 +150,20 @@ def timestamp(value: Any) -> str | None:
         return None
 
 
+def project_of_directory(cwd: str | None) -> str | None:
+    """marm's project for a directory an agent recorded: its git repository while it
+    exists (as a live hook there would decide: outside git, global), else the recorded
+    path itself."""
+    from marm.scope import git_project
+
+    if not cwd:
+        return None
+    path = Path(cwd)
+    if path.exists():
+        return git_project(path)
+    return cwd
+
+
 def project_for_name(store: Any, name: str | None, also: Iterable[str | None] = ()) -> str | None:
     """marm's project for a tool that names projects by their directory's name (MARM,
     claude-mem): the one project marm knows (or of ``also``: the importing directory's)
@@ -141,6 +175,224 @@ def project_for_name(store: Any, name: str | None, also: Iterable[str | None] = 
     known = {*backfill.known_projects(store), *(p for p in also if p)}
     matches = [p for p in known if p.rstrip("/").rsplit("/", 1)[-1] == name]
     return matches[0] if len(matches) == 1 else name
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One text a source holds, as a reader hands it to ``import_records``.
+
+    ``source_id`` is the source's own stable name for it (a row id, a file and its
+    item's position, an entity and its observation), kept in the memory's metadata for
+    provenance; a second import is recognised by content (hash in its project), so an
+    edited note comes in as the new text it now is and the old one stays. ``skip`` is
+    a reason the reader itself leaves it out for (counted, not written)."""
+
+    source_id: str
+    text: str
+    project: str | None
+    recorded_at: str | None
+    kind: str | None = None
+    session: str | None = None
+    platform: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    skip: str | None = None
+
+
+def stated(entities: Iterable[tuple[str, str | None]] = (),
+           relations: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """Metadata naming the entities and relations a source states outright (a knowledge
+    graph's entity, a note's ``relation [[Target]]``): the concept indexer adds them to
+    what it extracts from the text (``marm.concepts.indexer``), so they are edges of the
+    graph and, kept with the memory, survive every rebuild of it."""
+    return {"stated": {
+        "entities": [{"name": n, "type": t} for n, t in entities if n and n.strip()],
+        "relations": [{"from": a, "type": p, "to": b} for a, p, b in relations if a and p and b],
+    }}
+
+
+#: Records written per transaction at most. An import holds the store's one write lock
+#: only for a batch, then commits and lets it go (and, ``BATCH_PAUSE``, lets a waiting
+#: writer in), so a hook (whose budget for the lock is 1.2 s at the least) or a ``marm
+#: log`` waits for ``BATCH_SECONDS`` of lock time plus one batch at most, about half a
+#: second, never the whole import (a 10,000-row source in one transaction held the lock
+#: for ~20 s here). Each batch is whole or absent after a crash; the next run adds
+#: exactly the rest (content de-dup).
+BATCH_RECORDS = 250
+
+#: ...or this many seconds per transaction, whichever comes first (records are ~2 ms
+#: each here, more on a loaded machine or for long texts).
+BATCH_SECONDS = 0.25
+
+#: Seconds an import waits, lock released, between two transactions once it has held
+#: the lock for ``BATCH_SECONDS`` since it last waited (``Pacer``). Releasing
+#: the lock is not enough: a writer that found it taken sleeps in SQLite's busy handler
+#: (at most 100 ms at a time) and, were the next batch to begin at once, would wake to
+#: find it taken again, batch after batch (measured: hooks with a 1.2 s budget gave up
+#: while an import ran). A pause longer than that longest sleep lets every writer that
+#: waited for a batch in before the next one; an import takes up to ~1/2 as long again.
+BATCH_PAUSE = 0.12
+
+
+class Pacer:
+    """How long an import has held the write lock since it last let others in: after
+    ``BATCH_SECONDS`` of it, ``rest`` pauses ``BATCH_PAUSE`` between two transactions
+    (``--from`` batches; past sessions, one transaction each)."""
+
+    def __init__(self) -> None:
+        self.held = 0.0
+        self.start = 0.0
+
+    @contextmanager
+    def holding(self) -> Iterator[None]:
+        """Count the time spent inside (call it inside the transaction)."""
+        import time
+
+        self.start = time.monotonic()
+        try:
+            yield
+        finally:
+            self.held += time.monotonic() - self.start
+
+    def due(self) -> bool:
+        """Whether the transaction under way has had its ``BATCH_SECONDS``."""
+        import time
+
+        return time.monotonic() - self.start >= BATCH_SECONDS
+
+    def rest(self) -> None:
+        """Between transactions, with more to write: let a waiting writer in."""
+        import time
+
+        if self.held and self.held >= BATCH_SECONDS:
+            time.sleep(BATCH_PAUSE)
+            self.held = 0.0
+
+
+def import_records(ctx: Ctx, source: str, records: Iterable[Record], since: str | None, dry_run: bool,
+                   read: list[str], notes: list[str] | None = None,
+                   also: Callable[[Tallies], None] | None = None) -> ImportSummary:
+    """Write ``records`` in batches, one transaction each (``BATCH_RECORDS``,
+    ``BATCH_SECONDS``; the source is read between them, outside the lock, and a writer
+    waiting for the lock is let in between them, ``BATCH_PAUSE``): each through
+    ``write``, unless the reader skipped it, it is older than ``since``, or its text was
+    forgotten or superseded here (which ``write_memory`` alone would store again).
+    ``also`` writes what a source has besides memories (notebook entries, verdicts) in
+    one last transaction.
+
+    ``--dry-run`` runs the same batches and rolls each back after counting. What an
+    earlier (rolled-back) batch would have added is remembered by content hash and
+    project, so a text the source holds twice counts as added once and "already here"
+    after, as the real import counts it; the sessions those writes would have made are
+    made again before ``also`` (which counts sessions new here)."""
+    import itertools
+    from collections import deque
+
+    from marm.store import memories, sessions, transfer
+    from marm.text import clean, content_hash
+
+    store = ctx.store()
+    tallies = Tallies()
+    added: set[tuple[str, str | None]] = set()       # (content hash, project) this run added
+    touched: set[tuple[str, str | None]] = set()     # (session, project) those writes used
+    source_records = iter(records)
+    queue: deque[Record] = deque()
+    total = len(records) if isinstance(records, (list, tuple)) else None
+
+    def one(r: Record, forgotten: set[tuple[str, str | None]]) -> None:
+        tally = tallies.of(r.project)
+        if r.skip:
+            tally.skip(r.skip)
+            return
+        if since and r.recorded_at and r.recorded_at < since:
+            tally.skip("before --since")
+            return
+        digest = content_hash(clean(r.text).text.strip())
+        if (digest, r.project) in forgotten:
+            tally.skip("forgotten here")
+            return
+        here = memories.find_by_hash(store, digest, r.project)
+        if here is not None and here.status == "superseded":
+            tally.skip("superseded here")
+            return
+        if dry_run and (digest, r.project) in added:  # added by a batch rolled back since
+            tally.skip("already here")
+            return
+        with acting(ctx, r.platform):
+            result = write(scoped(ctx, r.project), tally, r.text, kind=r.kind, session=r.session,
+                           recorded_at=r.recorded_at,
+                           metadata={"imported": source, "source_id": r.source_id, **r.metadata})
+        if result is not None:
+            added.add((digest, r.project))
+            if result.session:
+                touched.add((result.session, r.project))
+
+    pacer = Pacer()
+    with ctx.progress(total, f"import --from {source}") as bar:
+        queue.extend(itertools.islice(source_records, BATCH_RECORDS))
+        while queue:
+            try:
+                with store.write(), pacer.holding():  # the lock is held from here
+                    forgotten = transfer.forgotten_texts(store)
+                    while queue:
+                        one(queue.popleft(), forgotten)
+                        bar.advance()
+                        if pacer.due():
+                            break  # the rest waits in the queue for the next batch
+                    if dry_run:
+                        raise DryRun
+            except DryRun:
+                pass
+            queue.extend(itertools.islice(source_records, BATCH_RECORDS - len(queue)))  # lock released
+            if queue or also is not None:
+                pacer.rest()  # a writer waiting for these batches goes first (``BATCH_PAUSE``)
+    if also is not None:
+        try:
+            with store.write():
+                if dry_run:
+                    for name, project in touched:
+                        sessions.touch(store, name, project)
+                also(tallies)
+                if dry_run:
+                    raise DryRun
+        except DryRun:
+            pass
+    return ImportSummary.of(source, dry_run, read, tallies, notes)
+
+
+def open_sqlite(path: Path, what: str) -> sqlite3.Connection:
+    """Another tool's SQLite database, read-only (the tool may be running; nothing is
+    changed), with rows readable by column name."""
+    from marm.errors import BadInput, NotFound
+
+    if not path.is_file():
+        raise NotFound(f"no {what} at {path}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        conn.execute("SELECT 1 FROM sqlite_master").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise BadInput(f"{path} is not a SQLite database ({exc})") from None
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
+def rows(conn: sqlite3.Connection, table: str) -> list[sqlite3.Row]:
+    """Every row of ``table``, or none when this version of the tool has no such table."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (table,)).fetchone() is None:
+        return []
+    return conn.execute(f"SELECT * FROM {table}").fetchall()  # noqa: S608 - fixed table names
+
+
+def column(row: sqlite3.Row | None, key: str) -> Any:
+    """A column that older versions of a tool's schema may lack."""
+    return row[key] if row is not None and key in row.keys() else None
+
+
+def mtime(path: Path) -> str | None:
+    """A file's modification time: when a tool that keeps no times last wrote it."""
+    try:
+        return timestamp(path.stat().st_mtime)
+    except OSError:
+        return None
 
 
 class DryRun(Exception):

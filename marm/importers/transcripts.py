@@ -18,10 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections import deque
 from collections.abc import Iterable
+from typing import Any
 from pathlib import Path
 
-from marm.importers import DryRun, ImportSummary, Tallies, acting, scoped, timestamp
+from marm.importers import (DryRun, ImportSummary, Pacer, Tallies, Tally, acting, project_of_directory, scoped,
+                            timestamp)
 from marm.context import Ctx
 
 
@@ -58,17 +61,6 @@ def files_in(places: Iterable[Path]) -> list[Path]:
     return list(dict.fromkeys(found))
 
 
-def _project(cwd: str | None) -> str | None:
-    from marm.scope import git_project
-
-    if not cwd:
-        return None
-    path = Path(cwd)
-    if path.exists():
-        return git_project(path)  # as a live hook in that directory would: outside git, global
-    return cwd
-
-
 def _gemini_cwd(path: Path, project_hash: str | None, candidates: Iterable[str]) -> str | None:
     """The directory a Gemini chat ran in: a ``.project_root`` file beside its chats, or
     the candidate directory whose SHA-256 is the chat's project hash."""
@@ -87,9 +79,7 @@ def _gemini_cwd(path: Path, project_hash: str | None, candidates: Iterable[str])
 
 
 def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> ImportSummary:
-    from marm.capture import episode
     from marm.capture.transcript import read_records, session_of, turns_of
-    from marm.ops.capture import record_of, write_turn
     from marm.store import backfill as reads
 
     home = Path(ctx.env.get("HOME") or Path.home())
@@ -106,6 +96,9 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
         parsed.append((path, records, session_of(records)))
     candidates = {s.cwd for _, _, s in parsed if s is not None and s.cwd} | set(reads.known_projects(store))
     unreadable = 0
+    pacer = Pacer()
+    would_add: set[tuple[str, str | None]] = set()   # a dry run's: (hash, project) of what it added
+    dry_heads: dict[str, set[str]] = {}               # a dry run's: session -> its episodes' heads
     with ctx.progress(len(parsed), "transcripts") as bar:
         for path, records, info in parsed:
             bar.advance()
@@ -116,41 +109,74 @@ def backfill(ctx: Ctx, paths: list[str], since: str | None, dry_run: bool) -> Im
             cwd = info.cwd
             if info.agent == "gemini" and not cwd:
                 cwd = _gemini_cwd(path, info.project_hash, sorted(candidates))
-            project = _project(cwd)
+            project = project_of_directory(cwd)
             tally = tallies.of(project)
             session = info.session_id or path.stem
             fallback = timestamp(os.path.getmtime(path))
             sctx = scoped(ctx, project, cwd=Path(cwd) if cwd else ctx.cwd)
             root = str(sctx.cwd) if cwd else None
-            seen = reads.episode_heads(store, session)
+            seen = reads.episode_heads(store, session) | dry_heads.get(session, set())
             took = 0
-            try:
-                with acting(ctx, info.agent), store.write():
-                    for turn in turns:
-                        at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
-                        if since and at and at < since:
-                            tally.skip("before --since")
-                            continue
-                        record = record_of(turn)
-                        body = episode.text(record, root)
-                        if body and body.split("\n", 1)[0] in seen:
-                            tally.skip("turn captured already")
-                            continue
-                        done = write_turn(sctx, session, record, info.agent, recorded_at=at,
-                                          extra={"imported": "transcript"})
-                        took += 1
-                        if done.episode:
-                            tally.add("episode")
-                        if done.highlights:
-                            tally.add("highlight", done.highlights)
-                        for outcome, n in done.outcomes.items():
-                            if outcome != "added":
-                                tally.skip(outcome, n)
-                    if dry_run:
-                        raise DryRun
-            except DryRun:
-                pass
+            pending = deque(turns)
+            while pending:  # a long session in several transactions (``BATCH_SECONDS`` each)
+                pacer.rest()  # transactions back to back would keep a waiting hook out
+                try:
+                    with acting(ctx, info.agent), store.write(), pacer.holding():
+                        before = reads.last_memory_id(store) if dry_run else 0
+                        while pending:
+                            took += _turn(sctx, session, info.agent, pending.popleft(), since, fallback, root,
+                                          seen, tally)
+                            if pacer.due():
+                                break
+                        if dry_run:
+                            _repeats(reads.added_after(store, before), session, tally, would_add, dry_heads)
+                            raise DryRun
+                except DryRun:
+                    pass
             tally.turns += took
             tally.sessions += 1 if took else 0
     notes = [f"{unreadable} files held no turns (not a transcript, or empty)"] if unreadable else []
     return ImportSummary.of("transcripts", dry_run, [str(p) for p in places if p.exists()], tallies, notes)
+
+
+def _turn(sctx: Ctx, session: str, agent: str, turn: Any, since: str | None, fallback: str | None,
+          root: str | None, seen: set[str], tally: Tally) -> int:
+    """One past turn through the live capture (1), or skipped: before ``since``, or
+    captured already (0)."""
+    from marm.capture import episode
+    from marm.ops.capture import record_of, write_turn
+
+    at = timestamp(turn.ended_at) or timestamp(turn.started_at) or fallback
+    if since and at and at < since:
+        tally.skip("before --since")
+        return 0
+    record = record_of(turn)
+    body = episode.text(record, root)
+    if body and body.split("\n", 1)[0] in seen:
+        tally.skip("turn captured already")
+        return 0
+    done = write_turn(sctx, session, record, agent, recorded_at=at, extra={"imported": "transcript"})
+    if done.episode:
+        tally.add("episode")
+    if done.highlights:
+        tally.add("highlight", done.highlights)
+    for outcome, n in done.outcomes.items():
+        if outcome != "added":
+            tally.skip(outcome, n)
+    return 1
+
+
+def _repeats(written: list[tuple[str, str | None, str, str]], session: str, tally: Tally,
+             would_add: set[tuple[str, str | None]], dry_heads: dict[str, set[str]]) -> None:
+    """A dry run rolls each session back, so a later session does not see what an
+    earlier one would have stored: a text it writes again (same hash, same project) was
+    counted as added, where the import finds it already here. Count it so, and keep the
+    episodes' heads a later file of the same session would find captured."""
+    for digest, project, kind, content in written:
+        if (digest, project) in would_add:
+            tally.unadd("episode" if kind == "episode" else "highlight")
+            tally.skip("already here")
+            continue
+        would_add.add((digest, project))
+        if kind == "episode":
+            dry_heads.setdefault(session, set()).add(content.split("\n", 1)[0])

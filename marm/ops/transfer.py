@@ -303,7 +303,9 @@ def import_(
         "(default: the agents' or the tool's own place)", argument=True)] = None,
     transcripts: Annotated[bool, Param("replay past Claude Code, Codex and Gemini CLI sessions "
                                        "through the live capture (episodes and highlights)")] = False,
-    from_: Annotated[str | None, Param("import another tool's memory: marm (a MARM store)")] = None,
+    from_: Annotated[str | None, Param(
+        "import another tool's memory: marm (a MARM store), claude-memory (Claude Code's auto "
+        "memory), mcp-memory (the MCP memory server's graph), claude-mem, basic-memory")] = None,
     since: Annotated[str | None, Param("only what was recorded at or after this date or time")] = None,
     dry_run: Annotated[bool, Param("say what would be imported, per project; store nothing")] = False,
 ) -> ImportResult | Any:
@@ -320,9 +322,27 @@ def import_(
     --transcripts [PATH...] backfills past agent sessions (default: ~/.claude/projects,
     ~/.codex/sessions, Gemini CLI's saved chats): each session goes to the project of
     the directory it ran in, with the times it recorded; a turn already captured is
-    skipped. --from marm [PATH] imports MARM's store (~/.marm/marm_memory.db). Both are
-    idempotent, redact secrets, leave text retracted here out, and print what they took
-    and skipped per project.
+    skipped. --from TOOL [PATH] imports another tool's memory from its own place, or
+    PATH: marm (~/.marm/marm_memory.db), claude-memory (~/.claude/projects/*/memory/,
+    or under $CLAUDE_CONFIG_DIR), mcp-memory ($MEMORY_FILE_PATH, else PATH is needed),
+    claude-mem (~/.claude-mem/claude-mem.db), basic-memory (the projects in its
+    ~/.basic-memory/config.json, else ~/basic-memory). All are
+    idempotent, redact secrets, leave text retracted or forgotten here out, queue
+    embedding and concepts, and print what they took and skipped per project.
+
+    Examples:
+
+      marm import backup.jsonl
+
+      marm import --transcripts --since 2026-01-01 --dry-run
+
+      marm import --from claude-memory
+
+      marm import --from mcp-memory ~/mcp/memory.jsonl --json
+
+      marm import --from claude-mem --dry-run
+
+      marm import --from basic-memory ~/notes
     """
     if isinstance(paths, str):  # an in-process caller passing one file
         paths = [paths]
@@ -365,7 +385,7 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
     """Past sessions or another tool's store (``marm.importers``, loaded only here)."""
     import importlib
 
-    from marm.importers import PLANNED, SOURCES
+    from marm.importers import SOURCES
     from marm.text import to_timestamp
 
     if transcripts and source:
@@ -375,11 +395,10 @@ def _import_history(ctx: Ctx, paths: list[str], transcripts: bool, source: str |
         from marm.importers.transcripts import backfill
 
         return backfill(ctx, paths, start, dry_run)
-    if source in PLANNED:
-        raise BadInput(f"--from {source} has no importer yet; --from takes {', '.join(SOURCES)}")
     if source not in SOURCES:
-        raise BadInput(f"--from takes {', '.join(SOURCES)}, not {source!r}")
+        raise BadInput(f"--from takes {'; '.join(f'{k} ({what})' for k, (_, what) in SOURCES.items())}"
+                       f", not {source!r}")
     if len(paths) > 1:
         raise BadInput(f"--from {source} reads one PATH")
-    module = importlib.import_module(SOURCES[source])
+    module = importlib.import_module(SOURCES[source][0])
     return module.run(ctx, paths[0] if paths else None, start, dry_run)

@@ -23,3 +23,15 @@ def episode_heads(store: Store, session: str) -> set[str]:
         "SELECT content FROM memories WHERE session = ? AND kind = 'episode'", (session,)
     ).fetchall()
     return {r[0].split("\n", 1)[0] for r in rows}
+
+
+def last_memory_id(store: Store) -> int:
+    """The highest memory id (0 for none): what a transaction adds comes after it."""
+    return int(store.conn.execute("SELECT coalesce(max(id), 0) FROM memories").fetchone()[0])
+
+
+def added_after(store: Store, after: int) -> list[tuple[str, str | None, str, str]]:
+    """(content hash, project, kind, content) of every memory after id ``after``, in
+    order: what a dry run's transaction wrote, read before it is rolled back."""
+    return [(h, p, k, c) for h, p, k, c in store.conn.execute(
+        "SELECT content_hash, project, kind, content FROM memories WHERE id > ? ORDER BY id", (after,))]

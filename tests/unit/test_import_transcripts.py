@@ -173,3 +173,30 @@ def test_cli_import_transcripts_json(tmp_path, marm_home):
     assert doc["source"] == "transcripts" and doc["projects"][str(shop)]["added"] == {"episode": 1, "highlight": 1}
     assert run_marm("import", "--transcripts", "--from", "marm", cwd=tmp_path).code == 2
     assert run_marm("import", cwd=tmp_path).code == 2
+
+
+def test_a_dry_run_counts_a_turn_repeated_across_sessions_as_the_import_does(tmp_path, marm_home):
+    """Each session is its own transaction, rolled back in a dry run; the same turn in a
+    second session (and in a second file of the first session) is counted as the
+    import counts it: added once, then already here (or captured already)."""
+    home = Path(os.environ["HOME"])
+    repo = git_init(tmp_path / "repo")
+    (repo / "sub").mkdir()
+    _claude(home, repo, session="c-1")
+    _claude(home, repo, session="c-2")
+    _claude(home, repo / "sub", session="c-1")  # the same session, in a second file
+    ctx = _ctx(tmp_path)
+    try:
+        write_memory(ctx, "kept here before the import", project=str(repo))
+        dry = backfill(ctx, [], None, True)
+        after_dry = [m.content for m in _all(marm_home)]
+        real = backfill(ctx, [], None, False)
+    finally:
+        ctx.close()
+    assert dry.projects == real.projects
+    counts = real.projects[str(repo)]
+    assert counts["added"] == {"episode": 1, "highlight": 1}
+    assert counts["skipped"]["already here"] == 2 and counts["skipped"]["turn captured already"] == 1
+    assert after_dry == ["kept here before the import"]  # the dry run stored none of it
+    texts = [m.content for m in _all(marm_home)]
+    assert texts.count(HIGHLIGHT) == 1 and "kept here before the import" in texts
