@@ -98,7 +98,7 @@ def _command(o: Op) -> Any:
         invoke(o, kwargs, as_json)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = o.help
+    command.__doc__ = o.cli_help
     command.__name__ = o.path[-1].replace("-", "_")
     return command
 
@@ -177,7 +177,7 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
                 groups[key] = sub
             parent = key
         function = _command(o) if o.path in full else _placeholder(o.path[-1])
-        groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(function)
+        groups[parent].command(name=o.path[-1], help=o.cli_help, short_help=o.summary)(function)
     return app
 
 

@@ -165,6 +165,14 @@ def _platform(mcp_context: Context) -> str | None:
     return next((p for p in _PLATFORMS if p in lowered), name)
 
 
+def _lone_dash(name: str) -> types.CallToolResult:
+    """The answer to ``-`` where the CLI would read a pipe. Over MCP the server's stdin is
+    the protocol itself, so it is never read; storing "-" would keep a client's mistake
+    (it copied the CLI's convention), so the call is refused and says why."""
+    return _error(f"error: {name}: '-' stands for standard input on the command line only; "
+                  f"over MCP pass the {name} itself")
+
+
 def _annotations(o: Op) -> types.ToolAnnotations:
     return types.ToolAnnotations(
         read_only_hint=o.read_only,
@@ -200,15 +208,19 @@ def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
     # The op's dataclass is the output schema; the function builds the result itself.
     returns = Annotated[types.CallToolResult, _output_type(o.return_type())]
     hints["return"] = returns
+    piped = [spec.name for spec in o.params() if spec.meta.stdin]
 
     async def tool(**kwargs: Any) -> types.CallToolResult:
+        lone = next((name for name in piped if kwargs.get(name) == "-"), None)
+        if lone is not None:
+            return _lone_dash(lone)
         ctx = await served.ctx_for(kwargs.pop(_MCP_CONTEXT, None))
         return await anyio.to_thread.run_sync(served.invoke, o, ctx, kwargs)
 
     tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     tool.__annotations__ = hints
     tool.__name__ = tool.__qualname__ = o.mcp or o.path[-1]
-    tool.__doc__ = o.help
+    tool.__doc__ = o.tool_help
     return tool
 
 
@@ -247,7 +259,7 @@ def build(
     )
     for o in tool_ops():
         server.add_tool(
-            _tool_function(o, served), name=o.mcp, title=f"marm {o.name}", description=o.help,
+            _tool_function(o, served), name=o.mcp, title=f"marm {o.name}", description=o.tool_help,
             annotations=_annotations(o), structured_output=True,
         )
     return server, served

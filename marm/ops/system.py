@@ -112,7 +112,12 @@ def _size(path: os.PathLike[str]) -> int:
 
 @op("status", mcp="marm_status", read_only=True, idempotent=True)
 def status(ctx: Ctx) -> StatusResult:
-    """Counts, background backlog, running drains, database and optional parts."""
+    """Counts, background backlog, running drains, database and optional parts.
+
+    Examples:
+      marm status
+      marm status --json
+    """
     from marm.ops.projects import activity
 
     store = ctx.store()
@@ -172,7 +177,11 @@ class DoctorResult:
 
 @op("doctor", mcp=None, read_only=True, idempotent=True)
 def doctor(ctx: Ctx) -> DoctorResult:
-    """Check the store and the optional parts, and advise; changes nothing."""
+    """Check the store and the optional parts, and advise; changes nothing.
+
+    Examples:
+      marm doctor
+    """
     store = ctx.store()
     checks: list[Check] = []
     for check in store.verify():
@@ -246,7 +255,12 @@ def config_get(
     project: ProjectOpt = None,
 ) -> ConfigResult:
     """Show runtime settings and where each value comes from (project, project file
-    .marm.toml, global, environment, default), for the current project or --project."""
+    .marm.toml, global, environment, default), for the current project or --project.
+
+    Examples:
+      marm config get
+      marm config get inject.max_chars
+    """
     keys = [_known(key)] if key else list(config.SETTINGS)
     where = ctx.project(project)
     values, sources = {}, {}
@@ -272,7 +286,13 @@ def config_set(
     global_: Annotated[bool, Param("save it for every project (the default)")] = False,
 ) -> Done:
     """Save a runtime setting in the database: globally (it beats the environment
-    variable), or with --project for one project (it beats the global value)."""
+    variable), or with --project for one project (it beats the global value).
+
+    Examples:
+      marm config set inject.max_chars 2000
+      marm config set capture off --project .
+      marm config set embed.download default
+    """
     spec = config.SETTINGS[_known(key)]
     if project is not None and global_:
         raise BadInput("--project and --global exclude each other")
