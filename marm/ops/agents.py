@@ -47,6 +47,7 @@ def hook(
     Never blocks the agent: on any failure it exits 0 with one line on stderr.
 
     Examples:
+      marm hook session-start --agent codex < payload.json
       echo '{"session_id": "s1", "cwd": "."}' | marm hook session-start --agent claude
     """
     from marm.hooks import run  # start-up cost: `marm init` needs no hook runner

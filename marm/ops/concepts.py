@@ -296,7 +296,7 @@ def remove(
     The memories that named it stay, and so do their other concepts.
 
     Examples:
-      marm concepts remove "thing" -r "not a concept"
+      marm concepts remove "thing" --reason "not a concept"
     """
     graph = _graph(ctx)
     try:

@@ -361,7 +361,7 @@ def delete(
     Every deletion is recorded in the audit trail.
 
     Examples:
-      marm delete memory 42 -r "duplicate of #40"
+      marm delete memory 42 --reason "duplicate of #40"
       marm delete notebook style-guide
       marm delete session spike-2026 --yes
     """

@@ -32,7 +32,7 @@ def mcp(ctx: Ctx) -> ServeResult:
 
     Examples:
       marm mcp
-      claude mcp add marm -- marm mcp
+      MARM_DEBUG=1 marm mcp
     """
     import time
 
