@@ -33,7 +33,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,8 @@ class Param:
     short: str | None = None     # e.g. "-n"
     stdin: bool = False          # the CLI reads standard input when the value is "-"
     mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
+    #: a shell TAB's candidates, given the values typed before this parameter (by name)
+    choices: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     @property
     def cli_help(self) -> str:

@@ -7,7 +7,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from marm import concepts, config
 from marm.context import Ctx
@@ -249,9 +250,24 @@ class ConfigResult:
         return "\n".join(head + [f"{k} = {v}   ({self.sources[k]})" for k, v in self.values.items()])
 
 
+def _keys(given: Mapping[str, Any]) -> list[str]:
+    """A TAB's candidates for a setting's name."""
+    return list(config.SETTINGS)
+
+
+def _values(given: Mapping[str, Any]) -> list[str]:
+    """A TAB's candidates for a setting's value: its choices (if it has a fixed set), its
+    default, and ``default`` (which removes a saved value)."""
+    setting = config.SETTINGS.get(given.get("key") or "")
+    if setting is None:
+        return []
+    return list(dict.fromkeys([*(setting.choices or (setting.default,)), "default"]))
+
+
 @op("config", "get", read_only=True, idempotent=True)
 def config_get(
-    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True)] = None,
+    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True,
+                                               choices=_keys)] = None,
     project: ProjectOpt = None,
 ) -> ConfigResult:
     """Show runtime settings and where each value comes from (project, project file
@@ -279,8 +295,9 @@ def _known(key: str) -> str:
 @op("config", "set", idempotent=True)
 def config_set(
     ctx: Ctx,
-    key: Annotated[str, Param("setting name", argument=True)],
-    value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True)],
+    key: Annotated[str, Param("setting name", argument=True, choices=_keys)],
+    value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True,
+                                choices=_values)],
     project: Annotated[str | None, Param("save it for this project only ('.': the current repository)",
                                          short="-p")] = None,
     global_: Annotated[bool, Param("save it for every project (the default)")] = False,
