@@ -78,11 +78,11 @@ def write_memory(
         raise BadInput("nothing is left to store once <private> spans and secrets are removed")
     project_key = ctx.project(project)
     session_name = ctx.session(session)
-    start = to_timestamp(valid_from) if valid_from else None
+    parsed = _LOG_FORM.match(body)
+    start = to_timestamp(valid_from) if valid_from else _entry_date(parsed)
     end = to_timestamp(valid_to) if valid_to else None
     if start and end and end <= start:
         raise BadInput("--valid-to must be later than --valid-from")
-    parsed = _LOG_FORM.match(body)
     guessed = classify(parsed.group(3) if parsed else body)
     memory_kind = kind or (guessed if guessed != "note" or not parsed else "log")
     digest = content_hash(body)
@@ -117,6 +117,18 @@ def write_memory(
         memory.id, True, memory.kind, memory.project, memory.session, log_id,
         cleaned.redacted, cleaned.private_spans, memory.content,
     )
+
+
+def _entry_date(parsed: re.Match[str] | None) -> str | None:
+    """When a dated log entry (``2026-11-30-topic-...``) became true: its date. A date
+    that is no date (``2026-13-45``) leaves the validity open rather than refuse the text
+    (a hook's capture must not fail on it)."""
+    if parsed is None:
+        return None
+    try:
+        return to_timestamp(parsed.group(1))
+    except BadInput:
+        return None
 
 
 def _clean_metadata(value: Any) -> Any:
@@ -397,6 +409,14 @@ class SummaryLine:
     id: int
     recorded_at: str
     text: str
+    valid_from: str | None = None
+
+    def date(self) -> str:
+        """The day it was recorded, and the day it became true when that is another day."""
+        day = self.recorded_at[:10]
+        if self.valid_from and self.valid_from[:10] != day:
+            return f"{day} (valid from {self.valid_from[:10]})"
+        return day
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +440,7 @@ class SummaryResult:
         out = [f"{self.total} memories in {where}"]
         for g in self.groups:
             out.append(f"\n{g.kind} ({g.count})")
-            out.extend(f"  #{i.id} {i.recorded_at[:10]} {i.text}" for i in g.items)
+            out.extend(f"  #{i.id} {i.date()} {i.text}" for i in g.items)
         return "\n".join(out)
 
 
@@ -450,7 +470,8 @@ def summary(
     order = sorted(by_kind, key=lambda k: (_SUMMARY_ORDER.index(k) if k in _SUMMARY_ORDER else 99, k))
     groups = [
         SummaryGroup(k, len(by_kind[k]),
-                     [SummaryLine(m.id, m.recorded_at, one_line(m.content, 120)) for m in by_kind[k][:per_kind]])
+                     [SummaryLine(m.id, m.recorded_at, one_line(m.content, 120), m.valid_from)
+                      for m in by_kind[k][:per_kind]])
         for k in order
     ]
     return SummaryResult(flt.project, session, len(rows), groups)
