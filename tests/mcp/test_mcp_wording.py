@@ -72,3 +72,23 @@ def test_a_lone_dash_is_refused_and_stdin_is_never_read(tmp_path):
     contents = [item["text"] for group in summary["groups"] for item in group["items"]]
     assert contents == ["DECISION: a dash is not a placeholder over MCP"]
     assert [e["name"] for e in listed["entries"]] == ["review"]
+
+
+@pytest.mark.slow
+def test_an_error_names_the_parameter_not_the_option(tmp_path):
+    client = _session(git_init(tmp_path / "proj"))
+    try:
+        text = "DECISION: the cache lives in redis"
+        wrote = client.call("marm_log_entry", text=text)["structuredContent"]
+        client.call("marm_retract", id=wrote["id"], reason="we dropped redis")
+        refused = client.call("marm_log_entry", text=text)
+        forced = client.call("marm_log_entry", text=text, force=True)
+        bad_limit = client.call("marm_smart_recall", query="cache", limit=0)
+    finally:
+        code, err = client.close()
+    assert code == 0, err
+    message = refused["content"][0]["text"]
+    assert refused["isError"] is True and "retracted" in message
+    assert "pass `force` to store it anyway" in message and "--" not in message, message
+    assert not forced.get("isError") and forced["structuredContent"]["created"] is True
+    assert bad_limit["content"][0]["text"] == "error: `limit` must be at least 1"
