@@ -12,12 +12,12 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 import typer
 
 from marm import __version__
-from marm.context import Ctx
 from marm.errors import BadInput, MarmError
 from marm.ops import COMMANDS, Op, load
 
@@ -63,6 +63,8 @@ def invoke(o: Op, kwargs: dict[str, Any], as_json: bool | None) -> None:
     for spec in o.params():
         if spec.meta.stdin and kwargs.get(spec.name) == "-":
             kwargs[spec.name] = _read_stdin()
+    from marm.context import Ctx  # start-up cost: `marm --help` and a TAB open no store
+
     ctx = Ctx(source="cli", interactive=sys.stderr.isatty())
     try:
         result = o.func(ctx, **kwargs)
@@ -71,18 +73,28 @@ def invoke(o: Op, kwargs: dict[str, Any], as_json: bool | None) -> None:
     emit(result, as_json)
 
 
+def _completer(choices: Callable[[Mapping[str, Any]], Iterable[str]]) -> Callable[..., list[str]]:
+    """A TAB's candidates for one parameter: its choices, given what is typed before it."""
+
+    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
+        return [c for c in choices(ctx.params) if c.startswith(incomplete)]
+
+    return complete
+
+
 def _command(o: Op) -> Any:
     """A function with ``o``'s parameters as Typer sees them, plus --json/--text."""
     params = []
     for spec in o.params():
         meta = spec.meta
         text = meta.cli_help
+        complete = _completer(meta.choices) if meta.choices else None
         if meta.argument:
-            info: Any = typer.Argument(help=text, show_default=False)
+            info: Any = typer.Argument(help=text, show_default=False, autocompletion=complete)
         else:
             # A trailing underscore only dodges a Python keyword (`from_` is `--from`).
             decls = [f"--{spec.name.rstrip('_').replace('_', '-')}"] + ([meta.short] if meta.short else [])
-            info = typer.Option(*decls, help=text)
+            info = typer.Option(*decls, help=text, autocompletion=complete)
         default = inspect.Parameter.empty if spec.required else spec.default
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[spec.annotation, info]))
@@ -98,7 +110,7 @@ def _command(o: Op) -> Any:
         invoke(o, kwargs, as_json)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    command.__doc__ = o.help
+    command.__doc__ = o.cli_help
     command.__name__ = o.path[-1].replace("-", "_")
     return command
 
@@ -177,21 +189,24 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
                 groups[key] = sub
             parent = key
         function = _command(o) if o.path in full else _placeholder(o.path[-1])
-        groups[parent].command(name=o.path[-1], help=o.help, short_help=o.summary)(function)
+        groups[parent].command(name=o.path[-1], help=o.cli_help, short_help=o.summary)(function)
     return app
 
 
 def main(argv: list[str] | None = None) -> None:
-    if "_MARM_COMPLETE" in os.environ:
-        # Shell completion (`_MARM_COMPLETE=source_bash marm` prints the shim that
-        # completions/ holds); register Typer's completion classes only then.
-        from typer._completion_classes import completion_init
-
-        completion_init()
     args = sys.argv[1:] if argv is None else argv
-    if not args and "_MARM_COMPLETE" not in os.environ:
-        args = ["--help"]  # bare `marm` shows what it can do, and that is not an error
-    app = build_app(None if "_MARM_COMPLETE" in os.environ else args)
+    if "_MARM_COMPLETE" in os.environ:
+        # A shell's TAB (or `_MARM_COMPLETE=source_bash marm`, the shim completions/
+        # holds): marm's completion classes answer, from only the ops the words typed
+        # so far reach.
+        from marm.completion import register, words_before_cursor
+
+        register()
+        app = build_app(words_before_cursor(os.environ))
+    else:
+        if not args:
+            args = ["--help"]  # bare `marm` shows what it can do, and that is not an error
+        app = build_app(args)
     try:
         app(args=args, prog_name="marm", standalone_mode=True)
     except MarmError as exc:

@@ -2,14 +2,17 @@
 
 Nothing here is written by hand per tool: each tool function is generated from the op's
 one definition (``Op.params()``), the way ``marm/cli.py`` generates Typer commands, so a
-tool has the CLI command's parameters (names, types, defaults, help as description), the
-op's docstring as description, honest annotations, the op's result dataclass as output
-schema, and the result's ``text()`` as readable content.
+tool has the CLI command's parameters (names, types, defaults; their MCP help as
+description), the op's help for MCP (``Op.tool_help``: the shared docstring and its MCP
+section, no flags, exit codes or examples) as description, honest annotations, the op's
+result dataclass as output schema, and the result's ``text()`` as readable content. A
+lone ``-`` where the CLI would read a pipe is refused: stdin is the protocol here.
 
 Per call, a fresh ``Ctx(source="mcp")`` whose working directory is the client's first
 root (``roots/list``) when the client offers roots, else the directory the server was
 started in, so scope is decided per call, never once per process. A ``MarmError`` comes
-back as a tool error carrying the line the CLI would print; anything unexpected does too,
+back as a tool error carrying the line the CLI would print, with the options it names
+spelt as the tool's parameters (``--force`` is `force`); anything unexpected does too,
 with the traceback on stderr. The server never dies of a bad call.
 
 The process stays up for the whole agent session, so it is the natural place to embed:
@@ -29,6 +32,7 @@ import functools
 import inspect
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -129,7 +133,7 @@ class Served:
                 structured_content=_as_json(result),
             )
         except MarmError as exc:
-            answer = _error(f"error: {exc.message}")
+            answer = _error(f"error: {_for_mcp(exc.message, {spec.name for spec in o.params()})}")
         except Exception as exc:  # noqa: BLE001 - one bad call must not end the session
             log.exception("tool %s failed", o.mcp)
             answer = _error(f"error: internal error: {type(exc).__name__}: {exc}")
@@ -151,6 +155,22 @@ def _as_json(result: Any) -> dict[str, Any]:
     return orjson.loads(orjson.dumps(result, option=orjson.OPT_NON_STR_KEYS))
 
 
+#: An option as an op's error message spells it for the CLI (``--valid-from``).
+_OPTION = re.compile(r"--([a-z][a-z0-9-]*)")
+
+
+def _for_mcp(message: str, names: set[str]) -> str:
+    """An op's error as an MCP client reads it: an option the message names (``pass
+    --force``) becomes the tool's parameter (``pass `force```). Ops word their errors once,
+    for both surfaces; only the option spelling differs."""
+    def parameter(match: re.Match[str]) -> str:
+        name = match.group(1).replace("-", "_")
+        found = next((n for n in (name, f"{name}_") if n in names), None)
+        return f"`{found}`" if found else match.group(0)
+
+    return _OPTION.sub(parameter, message)
+
+
 def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                 is_error=True)
@@ -163,6 +183,14 @@ def _platform(mcp_context: Context) -> str | None:
         return None
     lowered = name.lower()
     return next((p for p in _PLATFORMS if p in lowered), name)
+
+
+def _lone_dash(name: str) -> types.CallToolResult:
+    """The answer to ``-`` where the CLI would read a pipe. Over MCP the server's stdin is
+    the protocol itself, so it is never read; storing "-" would keep a client's mistake
+    (it copied the CLI's convention), so the call is refused and says why."""
+    return _error(f"error: {name}: '-' stands for standard input on the command line only; "
+                  f"over MCP pass the {name} itself")
 
 
 def _annotations(o: Op) -> types.ToolAnnotations:
@@ -200,15 +228,19 @@ def _tool_function(o: Op, served: Served) -> Callable[..., Any]:
     # The op's dataclass is the output schema; the function builds the result itself.
     returns = Annotated[types.CallToolResult, _output_type(o.return_type())]
     hints["return"] = returns
+    piped = [spec.name for spec in o.params() if spec.meta.stdin]
 
     async def tool(**kwargs: Any) -> types.CallToolResult:
+        lone = next((name for name in piped if kwargs.get(name) == "-"), None)
+        if lone is not None:
+            return _lone_dash(lone)
         ctx = await served.ctx_for(kwargs.pop(_MCP_CONTEXT, None))
         return await anyio.to_thread.run_sync(served.invoke, o, ctx, kwargs)
 
     tool.__signature__ = inspect.Signature(params, return_annotation=returns)  # type: ignore[attr-defined]
     tool.__annotations__ = hints
     tool.__name__ = tool.__qualname__ = o.mcp or o.path[-1]
-    tool.__doc__ = o.help
+    tool.__doc__ = o.tool_help
     return tool
 
 
@@ -247,7 +279,7 @@ def build(
     )
     for o in tool_ops():
         server.add_tool(
-            _tool_function(o, served), name=o.mcp, title=f"marm {o.name}", description=o.help,
+            _tool_function(o, served), name=o.mcp, title=f"marm {o.name}", description=o.tool_help,
             annotations=_annotations(o), structured_output=True,
         )
     return server, served

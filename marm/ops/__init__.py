@@ -29,7 +29,7 @@ COMMANDS: dict[str, dict[str, str]] = {
     "marm.ops.review": {
         "doubt": "Mark a memory as doubted: recall still returns it, marked [doubted].",
         "retract": "Retract a memory: recall leaves it out, and the same text is refused later.",
-        "supersede": "Replace memory OLD by the newer memory given with --by: recall returns the newer one.",
+        "supersede": "Replace an old memory by a newer one: recall returns the newer one.",
         "restore": "Make a doubted, retracted or superseded memory active again.",
         "forget": "Erase a memory's text for good (privacy): nothing can bring it back.",
         "history": "Every event of a memory, oldest first.",

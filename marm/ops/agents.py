@@ -45,6 +45,10 @@ def hook(
     repositories for re-indexing, keeps failed commands' error lines. stop/pre-compact:
     captures what the turn decided or fixed. session-end: starts a detached drain.
     Never blocks the agent: on any failure it exits 0 with one line on stderr.
+
+    Examples:
+      marm hook session-start --agent codex < payload.json
+      echo '{"session_id": "s1", "cwd": "."}' | marm hook session-start --agent claude
     """
     from marm.hooks import run  # start-up cost: `marm init` needs no hook runner
 
@@ -101,6 +105,12 @@ def init(
     as it was; keeps a backup (FILE.marm-backup); running it again changes nothing.
     Without an agent flag it picks the agents whose config directory exists.
     --uninstall puts back the original files when nothing else changed in them.
+
+    Examples:
+      marm init --claude
+      marm init --codex --mcp --dry-run
+      marm init --gemini --project
+      marm init --claude --uninstall
     """
     if project and user:
         raise BadInput("choose --project or --user, not both")

@@ -64,6 +64,11 @@ def drain(
 
     Runs under a lease: a second drain exits at once saying who holds it. Safe to run
     from cron, e.g. every 10 minutes: `*/10 * * * * marm drain --max-seconds 300`.
+
+    Examples:
+      marm drain
+      marm drain --max-seconds 60 --kind embed
+      marm drain --retry-parked
     """
     if max_seconds <= 0:
         raise BadInput("--max-seconds must be positive")

@@ -51,6 +51,11 @@ def backup(
     """Copy the whole store to FILE, consistently, while other marm processes write (mode 0600).
 
     `marm backup --restore FILE` puts it back (`marm restore ID` is the review verb).
+
+    Examples:
+      marm backup
+      marm backup /tmp/marm-copy.db
+      marm backup --restore /tmp/marm-copy.db
     """
     if restore:
         if not file:

@@ -79,6 +79,10 @@ def code_index(
     Files are those git tracks plus untracked ones it does not ignore. Binary, non-UTF-8
     and very large files are skipped and listed; files with syntax errors are indexed
     partially and listed.
+
+    Examples:
+      marm code index
+      marm code index ../other-repo --full
     """
     from dataclasses import asdict
 
@@ -146,7 +150,12 @@ def code_lookup(
     limit: Annotated[int, Param("most symbols to return", short="-n")] = 10,
     repo: Annotated[str | None, _REPO] = None,
 ) -> LookupResult:
-    """Find symbols and files by name, with the source of each symbol."""
+    """Find symbols and files by name, with the source of each symbol.
+
+    Examples:
+      marm code lookup write_memory
+      marm code lookup Store.write --kind method
+    """
     from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if not query.strip():
@@ -216,7 +225,12 @@ def code_trace(
     depth: Annotated[int, Param("how many calls deep (1-6)")] = 2,
     repo: Annotated[str | None, _REPO] = None,
 ) -> TraceResult:
-    """The call tree around a symbol: who calls it, what it calls, with file:line per step."""
+    """The call tree around a symbol: who calls it, what it calls, with file:line per step.
+
+    Examples:
+      marm code trace write_memory
+      marm code trace write_memory --direction callers --depth 3
+    """
     from dataclasses import asdict
 
     from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
@@ -275,7 +289,12 @@ def code_architecture(
     limit: Annotated[int, Param("rows per section", short="-n")] = 15,
     repo: Annotated[str | None, _REPO] = None,
 ) -> ArchitectureResult:
-    """Packages with their sizes, entry points, and the most central symbols (PageRank)."""
+    """Packages with their sizes, entry points, and the most central symbols (PageRank).
+
+    Examples:
+      marm code architecture
+      marm code architecture --limit 5
+    """
     from marm.code import query as q  # start-up cost: hooks load this module to mark trees dirty
 
     if limit < 1:
@@ -355,12 +374,20 @@ def code_impact(
     depth: Annotated[int, Param("how many edges away (1-6)")] = 3,
     repo: Annotated[str | None, _REPO] = None,
 ) -> ImpactResult:
-    """What depends on a symbol, or on everything a diff since REF touched.
+    """What depends on a symbol, or on everything a diff since a git revision touched.
 
     Dependents are callers, importers and subclasses, found by walking the graph
-    backwards and ranked by distance, then by the product of edge confidences.
-    `--since REF` takes the symbols around every line changed since REF (committed or
-    not, plus untracked files) as the starting points.
+    backwards and ranked by distance, then by the product of edge confidences. A
+    revision starts from the symbols around every line changed since it (committed or
+    not, plus untracked files).
+
+    CLI:
+      Give a symbol NAME or --since REF.
+    MCP:
+      Give a symbol `name` or a revision `since`.
+    Examples:
+      marm code impact write_memory
+      marm code impact --since main --depth 2
     """
     from dataclasses import asdict
 
@@ -417,7 +444,11 @@ class ProjectsResult:
 
 @op("code", "projects", mcp=None, read_only=True, idempotent=True)
 def code_projects(ctx: Ctx) -> ProjectsResult:
-    """Repositories in the code graph, when each was indexed, and which are dirty."""
+    """Repositories in the code graph, when each was indexed, and which are dirty.
+
+    Examples:
+      marm code projects
+    """
     trees = {}
     if code_graph.exists(ctx.home):
         graph = code_graph.CodeGraph.open(ctx.home)
@@ -447,7 +478,11 @@ def code_forget(
     ctx: Ctx,
     path: Annotated[str, Param("the repository to drop from the code graph", argument=True)],
 ) -> Done:
-    """Drop a repository's code graph and stop keeping it current (its files are untouched)."""
+    """Drop a repository's code graph and stop keeping it current (its files are untouched).
+
+    Examples:
+      marm code forget ../old-repo
+    """
     target = (ctx.cwd / Path(path).expanduser()).resolve()
     store = ctx.store()
     known = {r.path for r in code_repos.listing(store)}

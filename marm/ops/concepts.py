@@ -64,6 +64,10 @@ def build(
     The graph is derived and disposable; merges and removals you made are kept in the
     durable store and applied again, so a rebuild never brings a removed name back.
     Runs under the drain lease: it waits for no one and fails at once if a drain runs.
+
+    Examples:
+      marm concepts build
+      marm concepts build --all
     """
     if all and project:
         raise BadInput("use either --all or --project, not both")
@@ -160,6 +164,10 @@ def concept_recall(
 
     Scoped like recall (the current project plus global memories); retracted and
     superseded memories are never shown. Needs no model.
+
+    Examples:
+      marm concepts recall "write queue"
+      marm concepts recall "what depends on the write queue" --depth 2
     """
     if not 1 <= depth <= 3:
         raise BadInput("--depth takes 1, 2 or 3")
@@ -248,7 +256,11 @@ def merge(
     a: Annotated[str, Param("the name to keep", argument=True)],
     b: Annotated[str, Param("the duplicate: from now on it means A", argument=True)],
 ) -> Done:
-    """Merge concept B into A: B becomes an alias of A, now and in every rebuild."""
+    """Merge concept B into A: B becomes an alias of A, now and in every rebuild.
+
+    Examples:
+      marm concepts merge write_queue WriteQueue
+    """
     store = ctx.store()
     graph = _graph(ctx)
     try:
@@ -282,6 +294,9 @@ def remove(
     """Remove a concept and never extract it again (a suppression that survives rebuilds).
 
     The memories that named it stay, and so do their other concepts.
+
+    Examples:
+      marm concepts remove "thing" --reason "not a concept"
     """
     graph = _graph(ctx)
     try:
@@ -305,7 +320,11 @@ def dismiss(
     a: Annotated[str, Param("one concept", argument=True)],
     b: Annotated[str, Param("the other: not the same thing as A", argument=True)],
 ) -> Done:
-    """Say two concepts are not duplicates: `marm concepts review` stops proposing them."""
+    """Say two concepts are not duplicates: `marm concepts review` stops proposing them.
+
+    Examples:
+      marm concepts dismiss session sessions
+    """
     graph = _graph(ctx)
     try:
         first, second = _key(graph, a), _key(graph, b)
@@ -347,6 +366,10 @@ def review(
 
     Candidates have the same letters (write_queue, WriteQueue), differ by a plural, or
     have the same words in another order.
+
+    Examples:
+      marm concepts review
+      marm concepts review --limit 5
     """
     scope = None if all_projects else ctx.project(project)
     verdicts = concept_verdicts.load(ctx.store())

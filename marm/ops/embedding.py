@@ -50,6 +50,10 @@ def embed(
 
     Vectors are computed by `marm drain` (or a hybrid recall, a few at a time); this
     never loads the model itself.
+
+    Examples:
+      marm embed
+      marm embed --reindex
     """
     store = ctx.store()
     cfg = encoder_setup.settings(ctx.home, flags.all_saved(store), ctx.env)

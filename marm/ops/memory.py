@@ -78,11 +78,11 @@ def write_memory(
         raise BadInput("nothing is left to store once <private> spans and secrets are removed")
     project_key = ctx.project(project)
     session_name = ctx.session(session)
-    start = to_timestamp(valid_from) if valid_from else None
+    parsed = _LOG_FORM.match(body)
+    start = to_timestamp(valid_from) if valid_from else _entry_date(parsed)
     end = to_timestamp(valid_to) if valid_to else None
     if start and end and end <= start:
         raise BadInput("--valid-to must be later than --valid-from")
-    parsed = _LOG_FORM.match(body)
     guessed = classify(parsed.group(3) if parsed else body)
     memory_kind = kind or (guessed if guessed != "note" or not parsed else "log")
     digest = content_hash(body)
@@ -119,6 +119,18 @@ def write_memory(
     )
 
 
+def _entry_date(parsed: re.Match[str] | None) -> str | None:
+    """When a dated log entry (``2026-11-30-topic-...``) became true: its date. A date
+    that is no date (``2026-13-45``) leaves the validity open rather than refuse the text
+    (a hook's capture must not fail on it)."""
+    if parsed is None:
+        return None
+    try:
+        return to_timestamp(parsed.group(1))
+    except BadInput:
+        return None
+
+
 def _clean_metadata(value: Any) -> Any:
     """Metadata with every string in it redacted: a hook's captured command, error or
     file list is stored beside the text and may hold a secret as well."""
@@ -149,8 +161,19 @@ def log(
 
     Secrets are redacted and <private>...</private> spans dropped before anything is
     stored. The memory is found by exact text at once and by meaning once embedded.
-    Text retracted in this project (`marm retract`) is refused with exit code 5
-    unless --force is given.
+    A dated entry (`2026-11-30-auth-switched to JWT`) is valid from that date.
+
+    CLI:
+      Text retracted in this project (`marm retract`) is refused with exit code 5
+      unless --force is given.
+    MCP:
+      Text retracted in this project (marm_retract) is refused with a tool error
+      unless `force` is true.
+    Examples:
+      marm log "DECISION: use idempotency keys on the payment webhook"
+      marm log "FIX: set MAX_RETRIES=5 for the upload client" --kind fix
+      marm log "2026-11-30-auth-switched sessions to signed JWT cookies"
+      marm log "NOTE: staging runs Postgres 16" --valid-from 2026-01-01 --project api
     """
     return write_memory(
         ctx, text, session=session, project=project, kind=kind, valid_from=valid_from,
@@ -231,7 +254,9 @@ def find(ctx: Ctx, query: str, project: str | None, limit: int, mode: str,
 def recall(
     ctx: Ctx,
     query: Annotated[str, Param("what to look for: words, a question, or exact text "
-                                "(a key, path, --flag or code is matched literally)", argument=True)],
+                                "(a key, path, --flag or code is matched literally)", argument=True,
+                                mcp_help="what to look for: words, a question, or exact text "
+                                         "(a key, path, command-line flag or code is matched literally)")],
     limit: Annotated[int, Param("most results to return", short="-n")] = 5,
     mode: Annotated[Mode, Param("lane: auto picks exact for syntax-shaped queries, else hybrid",
                                 short="-m")] = "auto",
@@ -249,8 +274,19 @@ def recall(
     """Find memories by exact text or by meaning.
 
     Defaults to the current project plus global memories, across sessions; retracted
-    and superseded memories are left out (--include widens), doubted ones come back
-    marked. --as-of answers with what was valid at that time.
+    and superseded memories are left out, doubted ones come back marked.
+
+    CLI:
+      --include widens to retracted or superseded memories; --as-of answers with what
+      was valid at that time.
+    MCP:
+      `include` widens to retracted or superseded memories; `as_of` answers with what
+      was valid at that time.
+    Examples:
+      marm recall "why did uploads fail"
+      marm recall MAX_RETRIES
+      marm recall "payment webhook" --limit 3 --detail 3
+      marm recall "session cookies" --as-of 2026-06-01 --all-projects
     """
     if limit < 1:
         raise BadInput("--limit must be at least 1")
@@ -289,7 +325,12 @@ class ShowResult:
 
 @op("show", mcp="marm_show", read_only=True, idempotent=True)
 def show(ctx: Ctx, id: Annotated[int, Param("memory id", argument=True)]) -> ShowResult:
-    """Show one memory in full, with its provenance."""
+    """Show one memory in full, with its provenance.
+
+    Examples:
+      marm show 42
+      marm show 42 --json
+    """
     store = ctx.store()
     memory = memories.get(store, id)
     if memory is None:
@@ -329,7 +370,12 @@ def delete(
 ) -> DeleteResult:
     """Delete a memory, a log entry (with its memory), a notebook entry, or a session.
 
-    Every deletion is recorded in the audit trail (see `marm history`).
+    Every deletion is recorded in the audit trail.
+
+    Examples:
+      marm delete memory 42 --reason "duplicate of #40"
+      marm delete notebook style-guide
+      marm delete session spike-2026 --yes
     """
     store = ctx.store()
     if type == "memory":
@@ -363,6 +409,14 @@ class SummaryLine:
     id: int
     recorded_at: str
     text: str
+    valid_from: str | None = None
+
+    def date(self) -> str:
+        """The day it was recorded, and the day it became true when that is another day."""
+        day = self.recorded_at[:10]
+        if self.valid_from and self.valid_from[:10] != day:
+            return f"{day} (valid from {self.valid_from[:10]})"
+        return day
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,7 +440,7 @@ class SummaryResult:
         out = [f"{self.total} memories in {where}"]
         for g in self.groups:
             out.append(f"\n{g.kind} ({g.count})")
-            out.extend(f"  #{i.id} {i.recorded_at[:10]} {i.text}" for i in g.items)
+            out.extend(f"  #{i.id} {i.date()} {i.text}" for i in g.items)
         return "\n".join(out)
 
 
@@ -402,7 +456,12 @@ def summary(
     all_projects: AllProjects = False,
     per_kind: Annotated[int, Param("most memories listed per kind")] = 10,
 ) -> SummaryResult:
-    """A deterministic digest of what is stored: grouped by kind, newest first."""
+    """A deterministic digest of what is stored: grouped by kind, newest first.
+
+    Examples:
+      marm summary
+      marm summary --all-projects --per-kind 3
+    """
     flt = memory_filter(ctx, project=project, all_projects=all_projects, session=session)
     rows = memories.recent(ctx.store(), flt, limit=100_000)
     by_kind: dict[str, list] = {}
@@ -411,7 +470,8 @@ def summary(
     order = sorted(by_kind, key=lambda k: (_SUMMARY_ORDER.index(k) if k in _SUMMARY_ORDER else 99, k))
     groups = [
         SummaryGroup(k, len(by_kind[k]),
-                     [SummaryLine(m.id, m.recorded_at, one_line(m.content, 120)) for m in by_kind[k][:per_kind]])
+                     [SummaryLine(m.id, m.recorded_at, one_line(m.content, 120), m.valid_from)
+                      for m in by_kind[k][:per_kind]])
         for k in order
     ]
     return SummaryResult(flt.project, session, len(rows), groups)
@@ -441,7 +501,12 @@ def log_show(
     all_projects: AllProjects = False,
     limit: Annotated[int, Param("most entries", short="-n")] = 50,
 ) -> LogShowResult:
-    """List log entries, newest first (entries of retracted memories are left out)."""
+    """List log entries, newest first (entries of retracted memories are left out).
+
+    Examples:
+      marm log-show
+      marm log-show --limit 10 --session release
+    """
     project_key = None if all_projects else ctx.project(project)
     rows = logs.listing(ctx.store(), project_key, all_projects, session, limit)
     return LogShowResult(project_key, session, rows)

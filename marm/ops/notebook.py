@@ -57,7 +57,8 @@ def active_entries(ctx: Ctx, sessions: Iterable[str]) -> dict[str, notebook.Note
 def notebook_op(
     ctx: Ctx,
     action: Annotated[Literal["add", "use", "show", "list", "delete"],
-                      Param("add NAME TEXT | use NAME | show NAME | list | delete NAME", argument=True)],
+                      Param("add NAME TEXT | use NAME | show NAME | list | delete NAME", argument=True,
+                            mcp_help="add, use, show, list or delete")],
     name: Annotated[str | None, Param("entry name", argument=True)] = None,
     content: Annotated[str | None, Param("entry text for add",
                                          argument=True, stdin=True)] = None,
@@ -66,6 +67,16 @@ def notebook_op(
     """Keep named, reusable instructions; `use` activates one for a session.
 
     Active entries are part of the briefing an agent gets at session start.
+
+    MCP:
+      `add` needs `name` and `content`; `use`, `show` and `delete` need `name`; `list`
+      needs neither.
+    Examples:
+      marm notebook add style "Prefer small commits with honest messages"
+      marm notebook use style
+      marm notebook list
+      marm notebook show style
+      marm notebook delete style
     """
     store = ctx.store()
     if action == "list":
@@ -126,7 +137,12 @@ def sessions_op(
     project: Annotated[str | None, Param("project name or path (default: current)", short="-p")] = None,
     all_projects: Annotated[bool, Param("sessions of every project")] = False,
 ) -> SessionsResult:
-    """List sessions, most recently used first (* marks the active one)."""
+    """List sessions, most recently used first (* marks the active one).
+
+    Examples:
+      marm sessions
+      marm sessions --all-projects
+    """
     active = ctx.session()
     rows = sessions.listing(ctx.store(), None if all_projects else ctx.project(project), all_projects)
     return SessionsResult(
@@ -138,7 +154,11 @@ def sessions_op(
 
 @op("session", "use")
 def session_use(ctx: Ctx, name: Annotated[str, Param("session name", argument=True)]) -> Done:
-    """Make NAME the session new memories are tagged with (saved; every process sees it)."""
+    """Make NAME the session new memories are tagged with (saved; every process sees it).
+
+    Examples:
+      marm session use release-2026-12
+    """
     if not name.strip():
         raise BadInput("a session name cannot be empty")
     name = clean_name(name)

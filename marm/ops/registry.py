@@ -9,16 +9,31 @@ help text::
                limit: Annotated[int, Param("most results", short="-n")] = 5) -> RecallResult:
         "Find memories by exact text or by meaning."
 
-The docstring is the command's help. The return value is a frozen dataclass: the CLI
-prints it as JSON or as text (its ``text()`` method), the MCP server returns it as
-structured content. Nothing here imports typer or mcp: op modules stay cheap to import.
+The docstring is the help of both surfaces. Its first paragraphs are shared; three
+optional sections, each a line of its own followed by an indented block, hold what one
+surface alone says, because a CLI user and an MCP client see the same op differently
+(``--force`` and exit code 5 on one side, ``force: true`` and a tool error on the other)::
+
+    CLI:
+      Text retracted here is refused with exit code 5 unless --force is given.
+    MCP:
+      Text retracted here is refused with an error unless `force` is true.
+    Examples:
+      marm log "DECISION: use idempotency keys on the payment webhook"
+
+``Op.cli_help`` is the shared text, the CLI section and the examples (each one line,
+a whole ``marm ...`` command, checked by a test to parse); ``Op.tool_help`` is the shared
+text and the MCP section. The return value is a frozen dataclass: the CLI prints it as
+JSON or as text (its ``text()`` method), the MCP server returns it as structured
+content. Nothing here imports typer or mcp: op modules stay cheap to import.
 """
 
 from __future__ import annotations
 
 import inspect
+import textwrap
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +47,8 @@ class Param:
     short: str | None = None     # e.g. "-n"
     stdin: bool = False          # the CLI reads standard input when the value is "-"
     mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
+    #: a shell TAB's candidates, given the values typed before this parameter (by name)
+    choices: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     @property
     def cli_help(self) -> str:
@@ -40,8 +57,10 @@ class Param:
 
     @property
     def tool_help(self) -> str:
-        """The description an MCP client sees: no CLI conventions (``-`` is just text there)."""
-        return self.mcp_help or self.help
+        """The description an MCP client sees: no CLI conventions. A lone ``-`` is refused
+        there (``marm.mcp_server``): a client that sends it copied the CLI's placeholder."""
+        text = self.mcp_help or self.help
+        return f"{text}; a lone '-' is refused (it is no placeholder here)" if self.stdin else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,18 +83,32 @@ class Op:
     read_only: bool
     destructive: bool
     idempotent: bool
+    help: str                    # the shared part of the docstring (its first line: summary)
+    cli_text: str = ""           # the docstring's CLI section
+    mcp_text: str = ""           # the docstring's MCP section
+    examples: tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return " ".join(self.path)
 
     @property
-    def help(self) -> str:
-        return inspect.cleandoc(self.func.__doc__ or "")
-
-    @property
     def summary(self) -> str:
         return self.help.split("\n", 1)[0]
+
+    @property
+    def cli_help(self) -> str:
+        """The help ``marm CMD --help`` shows. ``\\b`` keeps the formatter from rewrapping
+        the examples into one paragraph."""
+        parts = [self.help, self.cli_text]
+        if self.examples:
+            parts.append("\b\nExamples:\n" + "\n".join(f"  {e}" for e in self.examples))
+        return "\n\n".join(p for p in parts if p)
+
+    @property
+    def tool_help(self) -> str:
+        """The description an MCP client sees (no flags, no exit codes, no examples)."""
+        return "\n\n".join(p for p in (self.help, self.mcp_text) if p)
 
     def params(self) -> list[ParamSpec]:
         hints = typing.get_type_hints(self.func, include_extras=True)
@@ -99,6 +132,24 @@ class Op:
 
 REGISTRY: dict[tuple[str, ...], Op] = {}
 
+#: The docstring sections one surface alone shows (see the module docstring).
+SECTIONS = ("CLI:", "MCP:", "Examples:")
+
+
+def split_doc(doc: str) -> dict[str, str]:
+    """``doc`` cut at its section lines: ``""`` (shared) and each section present, dedented."""
+    parts: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in inspect.cleandoc(doc).splitlines():
+        if line in SECTIONS:
+            current = line
+            if current in parts:
+                raise ValueError(f"section {line} appears twice")
+            parts[current] = []
+        else:
+            parts[current].append(line)
+    return {k: textwrap.dedent("\n".join(v)).strip() for k, v in parts.items()}
+
 
 def op(
     *path: str,
@@ -114,7 +165,10 @@ def op(
             raise ValueError(f"op {' '.join(path)} registered twice")
         if not func.__doc__:
             raise ValueError(f"op {' '.join(path)} needs a docstring: it is the help text")
-        REGISTRY[path] = Op(path, func, mcp, read_only, destructive, idempotent)
+        doc = split_doc(func.__doc__)
+        examples = tuple(line.strip() for line in doc.get("Examples:", "").splitlines() if line.strip())
+        REGISTRY[path] = Op(path, func, mcp, read_only, destructive, idempotent, doc[""],
+                            doc.get("CLI:", ""), doc.get("MCP:", ""), examples)
         return func
 
     return register

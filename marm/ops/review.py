@@ -27,7 +27,7 @@ from marm.store.records import Event, Memory
 from marm.text import clean_name
 
 MemoryId = Annotated[int, Param("memory id", argument=True)]
-Reason = Annotated[str | None, Param("why, kept in the audit trail (see `marm history`)", short="-r")]
+Reason = Annotated[str | None, Param("why, kept in the audit trail", short="-r")]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,11 @@ def _result(action: str, before: Memory, after: Memory | None, message: str) -> 
 def doubt(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     """Mark a memory as doubted: recall still returns it, marked [doubted].
 
-    For a memory you are not sure of. `marm restore ID` clears the doubt.
+    For a memory you are not sure of; restoring it clears the doubt.
+
+    Examples:
+      marm doubt 42
+      marm doubt 42 -r "measured on the old runner"
     """
     reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
@@ -84,8 +88,17 @@ def retract(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     """Retract a memory: recall leaves it out, and the same text is refused later.
 
     The refusal is a tombstone on the normalised text and the memory's project (or
-    global): `marm log` of that text exits with code 5 unless --force is given.
-    `marm restore ID` lifts it.
+    global).
+
+    CLI:
+      `marm log` of that text exits with code 5 unless --force is given;
+      `marm restore ID` lifts the refusal.
+    MCP:
+      marm_log_entry of that text is a tool error unless `force` is true;
+      marm_restore lifts the refusal.
+    Examples:
+      marm retract 42
+      marm retract 42 -r "wrong: the limit is per user, not per key"
     """
     reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
@@ -106,11 +119,21 @@ def supersede(
     by: Annotated[int, Param("the memory that replaces it")],
     reason: Reason = None,
 ) -> ReviewResult:
-    """Replace memory OLD by the newer memory given with --by: recall returns the newer one.
+    """Replace an old memory by a newer one: recall returns the newer one.
 
-    OLD stays valid until the newer memory's valid_from (or now, if it has none), so
-    `marm recall --as-of` an earlier date still finds OLD. The newer memory must be
-    active or doubted, and visible wherever OLD is (same project, or global).
+    The old memory stays valid until the newer one's valid_from (or now, if it has
+    none), so a recall as of an earlier date still finds it. The newer memory must be
+    active or doubted, and visible wherever the old one is (same project, or global).
+
+    CLI:
+      OLD is replaced by the memory --by names; `marm recall --as-of` an earlier date
+      still finds OLD.
+    MCP:
+      `old` is replaced by `by`; marm_smart_recall with an earlier `as_of` still
+      finds `old`.
+    Examples:
+      marm supersede 12 --by 40
+      marm supersede 12 --by 40 -r "the timeout moved to the gateway"
     """
     if old == by:
         raise BadInput("a memory cannot supersede itself")
@@ -146,6 +169,10 @@ def restore(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
 
     Undoes every verdict it carries: lifts a retraction's tombstone, and for a
     superseded memory clears superseded_by and puts back the valid_to it had before.
+
+    Examples:
+      marm restore 42
+      marm restore 42 -r "it was right after all"
     """
     reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
@@ -171,9 +198,13 @@ def forget(ctx: Ctx, id: MemoryId, reason: Reason = None) -> ReviewResult:
     """Erase a memory's text for good (privacy): nothing can bring it back.
 
     The memory, its log entry, its vectors and its index entries are deleted and the
-    freed space is overwritten. Its history stays, without the text: `marm history ID`
-    shows that it was forgotten, when and by whom. A retraction's tombstone (a hash,
-    not the text) stays too. To hide a memory but keep it, use `marm retract`.
+    freed space is overwritten. Its history stays, without the text: it shows that it
+    was forgotten, when and by whom. A retraction's tombstone (a hash, not the text)
+    stays too. To hide a memory but keep it, retract it instead.
+
+    Examples:
+      marm forget 42
+      marm forget 42 -r "held a customer's address"
     """
     reason = clean_name(reason) if reason else reason  # a reason is stored too: no secret in it
     store = ctx.store()
@@ -213,6 +244,10 @@ def history(ctx: Ctx, id: MemoryId) -> HistoryResult:
     Each event says what happened, when, through which surface (cli, mcp, hook:<event>,
     import) and agent, why, and the content hashes before and after. Works for
     forgotten memories too: their history stays, without their text.
+
+    Examples:
+      marm history 42
+      marm history 42 --json
     """
     store = ctx.store()
     found = review.history(store, id)

@@ -29,6 +29,10 @@ def mcp(ctx: Ctx) -> ServeResult:
     call is scoped to the client's root (or the directory the server started in);
     memories are embedded in the background while the server runs. Standard output
     carries only protocol messages; logs and this command's summary go to stderr.
+
+    Examples:
+      marm mcp
+      MARM_DEBUG=1 marm mcp
     """
     import time
 

@@ -86,7 +86,12 @@ def stats(
                                          "(default: every project)", short="-p")] = None,
     since: Annotated[str, Param("only runs this recent: 30m, 24h, 7d, 2w, or all")] = "7d",
 ) -> StatsResult:
-    """What the hooks cost: runs, wall time, characters injected, captures, store growth."""
+    """What the hooks cost: runs, wall time, characters injected, captures, store growth.
+
+    Examples:
+      marm stats
+      marm stats --since 24h --project api
+    """
     cutoff = _cutoff(since)
     wanted = ctx.project(project) if project else None
     records = hooklog.read(ctx.home)

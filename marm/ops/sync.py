@@ -45,6 +45,10 @@ def remote_add(
 
     A URL with a password is refused: marm never stores a credential. A dir: path is
     resolved against the current directory.
+
+    Examples:
+      marm remote add team postgresql://alice@db.internal/marm
+      marm remote add team dir:../team-memory
     """
     url = _engine().check_url(url.strip())
     if url.startswith("dir:"):
@@ -72,7 +76,11 @@ class RemoteList:
 
 @op("remote", "list", read_only=True, idempotent=True)
 def remote_list(ctx: Ctx) -> RemoteList:
-    """List the remotes and the shared projects."""
+    """List the remotes and the shared projects.
+
+    Examples:
+      marm remote list
+    """
     store = ctx.store()
     rows: list[dict[str, object]] = [{"name": r.name, "url": r.url, "last_push_at": r.last_push_at, "last_pull_at": r.last_pull_at}
             for r in sync_state.remotes(store)]
@@ -81,7 +89,11 @@ def remote_list(ctx: Ctx) -> RemoteList:
 
 @op("remote", "remove", destructive=True, idempotent=True)
 def remote_remove(ctx: Ctx, name: RemoteName) -> Done:
-    """Remove a remote (what was synced stays here and there)."""
+    """Remove a remote (what was synced stays here and there).
+
+    Examples:
+      marm remote remove team
+    """
     store = ctx.store()
     with store.write():
         if not sync_state.remove_remote(store, name):
@@ -102,6 +114,10 @@ def share(
     Checkouts of one repository at different paths meet under one name (--name,
     default the folder name). Memories of projects that are not shared, and global
     ones, never leave this machine.
+
+    Examples:
+      marm share --name api
+      marm share --stop
     """
     key = ctx.project(project)
     if key is None:
@@ -175,6 +191,10 @@ def sync(
     Pulled memories, verdicts (doubt, retract, supersede, restore), forgets and concept
     verdicts are applied like local ones; concurrent verdicts on one memory: the last
     one given wins. Vectors and graphs are rebuilt here by the drain.
+
+    Examples:
+      marm sync
+      marm sync team --detach
     """
     store = ctx.store()
     names = [name] if name else [r.name for r in sync_state.remotes(store)]

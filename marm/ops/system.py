@@ -7,7 +7,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from marm import concepts, config
 from marm.context import Ctx
@@ -112,7 +113,12 @@ def _size(path: os.PathLike[str]) -> int:
 
 @op("status", mcp="marm_status", read_only=True, idempotent=True)
 def status(ctx: Ctx) -> StatusResult:
-    """Counts, background backlog, running drains, database and optional parts."""
+    """Counts, background backlog, running drains, database and optional parts.
+
+    Examples:
+      marm status
+      marm status --json
+    """
     from marm.ops.projects import activity
 
     store = ctx.store()
@@ -172,7 +178,11 @@ class DoctorResult:
 
 @op("doctor", mcp=None, read_only=True, idempotent=True)
 def doctor(ctx: Ctx) -> DoctorResult:
-    """Check the store and the optional parts, and advise; changes nothing."""
+    """Check the store and the optional parts, and advise; changes nothing.
+
+    Examples:
+      marm doctor
+    """
     store = ctx.store()
     checks: list[Check] = []
     for check in store.verify():
@@ -240,13 +250,33 @@ class ConfigResult:
         return "\n".join(head + [f"{k} = {v}   ({self.sources[k]})" for k, v in self.values.items()])
 
 
+def _keys(given: Mapping[str, Any]) -> list[str]:
+    """A TAB's candidates for a setting's name."""
+    return list(config.SETTINGS)
+
+
+def _values(given: Mapping[str, Any]) -> list[str]:
+    """A TAB's candidates for a setting's value: its choices (if it has a fixed set), its
+    default, and ``default`` (which removes a saved value)."""
+    setting = config.SETTINGS.get(given.get("key") or "")
+    if setting is None:
+        return []
+    return list(dict.fromkeys([*(setting.choices or (setting.default,)), "default"]))
+
+
 @op("config", "get", read_only=True, idempotent=True)
 def config_get(
-    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True)] = None,
+    ctx: Ctx, key: Annotated[str | None, Param("setting name (default: all)", argument=True,
+                                               choices=_keys)] = None,
     project: ProjectOpt = None,
 ) -> ConfigResult:
     """Show runtime settings and where each value comes from (project, project file
-    .marm.toml, global, environment, default), for the current project or --project."""
+    .marm.toml, global, environment, default), for the current project or --project.
+
+    Examples:
+      marm config get
+      marm config get inject.max_chars
+    """
     keys = [_known(key)] if key else list(config.SETTINGS)
     where = ctx.project(project)
     values, sources = {}, {}
@@ -265,14 +295,21 @@ def _known(key: str) -> str:
 @op("config", "set", idempotent=True)
 def config_set(
     ctx: Ctx,
-    key: Annotated[str, Param("setting name", argument=True)],
-    value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True)],
+    key: Annotated[str, Param("setting name", argument=True, choices=_keys)],
+    value: Annotated[str, Param("new value ('default' removes the saved value)", argument=True,
+                                choices=_values)],
     project: Annotated[str | None, Param("save it for this project only ('.': the current repository)",
                                          short="-p")] = None,
     global_: Annotated[bool, Param("save it for every project (the default)")] = False,
 ) -> Done:
     """Save a runtime setting in the database: globally (it beats the environment
-    variable), or with --project for one project (it beats the global value)."""
+    variable), or with --project for one project (it beats the global value).
+
+    Examples:
+      marm config set inject.max_chars 2000
+      marm config set capture off --project .
+      marm config set embed.download default
+    """
     spec = config.SETTINGS[_known(key)]
     if project is not None and global_:
         raise BadInput("--project and --global exclude each other")

@@ -65,6 +65,10 @@ def export(ctx: Ctx, project: ProjectOpt = None, all_projects: AllProjects = Fal
     Memories (with ids, times, status and provenance), log and notebook entries,
     sessions, concept verdicts, tombstones and the audit trail of the current project
     and global memories (--all-projects: everything). `marm import` reads it back.
+
+    Examples:
+      marm export > backup.jsonl
+      marm export --all-projects > everything.jsonl
     """
     store = ctx.store()
     key = None if all_projects else ctx.project(project)
@@ -331,17 +335,11 @@ def import_(
     embedding and concepts, and print what they took and skipped per project.
 
     Examples:
-
       marm import backup.jsonl
-
       marm import --transcripts --since 2026-01-01 --dry-run
-
       marm import --from claude-memory
-
       marm import --from mcp-memory ~/mcp/memory.jsonl --json
-
       marm import --from claude-mem --dry-run
-
       marm import --from basic-memory ~/notes
     """
     if isinstance(paths, str):  # an in-process caller passing one file

@@ -98,6 +98,11 @@ def view(
     served until Ctrl-C or --idle seconds without a request, from 127.0.0.1 only behind
     a random token in the printed URL, and its buttons act through the same operations
     as the CLI (their history says `view`).
+
+    Examples:
+      marm view --open
+      marm view --serve --idle 600
+      marm view --all-projects -o /tmp/marm.html
     """
     from marm.view import data as view_data
     from marm.view import page

@@ -21,10 +21,16 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the backport marm depends on there
+    import tomli as tomllib  # type: ignore[no-redef]
 
 from tests.e2e.mock_model import MockModel, Reply, Turn
 
@@ -105,7 +111,9 @@ def _wait_for_drains(work: Path, env: dict[str, str]) -> None:
         time.sleep(0.5)
 
 
-def run_session(agent: str, tmp_path: Path) -> Session:
+def run_session(agent: str, tmp_path: Path,
+                before_init: Callable[[Path], None] | None = None) -> Session:
+    """One session of ``agent``; ``before_init(home)`` writes the user's own config first."""
     missing = _missing(agent)
     if missing:
         pytest.skip(missing)
@@ -127,6 +135,8 @@ def run_session(agent: str, tmp_path: Path) -> Session:
         (home / ".gemini" / "settings.json").write_text(
             '{\n  // the user\'s own\n  "security": {"auth": {"selectedType": "gemini-api-key"}},\n}\n')
         (home / ".gemini" / "trustedFolders.json").write_text(json.dumps({str(work): "TRUST_FOLDER"}))
+    if before_init is not None:
+        before_init(home)
     init = _marm(work, env, "init", f"--{agent}", "--mcp", "--json")
     assert {c["action"] for c in json.loads(init.stdout)["changes"]} <= {"created", "updated"}
 
@@ -191,3 +201,38 @@ def test_a_real_agent_session_with_marm(agent, tmp_path):
     kept = json.loads(s.marm("recall", "/nonexistent-marm-e2e-dir", "--mode", "exact", "--json",
                              "--detail", "3").stdout)
     assert any(f"Failed: `{FAILING}`" in m["content"] and m["kind"] == "episode" for m in kept["results"]), kept
+
+
+#: A user's Codex config.toml that already names marm, in each form TOML allows, beside
+#: settings of their own (a comment, a top-level key, a profile) that must stay.
+CODEX_MINE = '# my codex\nmodel_reasoning_effort = "low"\n'
+CODEX_FORMS = {
+    "table": CODEX_MINE + '\n[mcp_servers.marm]\ncommand = "old-marm"\nargs = ["mcp"]\n'
+                          '\n[profiles.mine]\nmodel = "o4"\n',
+    "inline": CODEX_MINE + 'mcp_servers = { marm = { command = "old-marm", args = ["mcp"] } }\n'
+                           '\n[profiles.mine]\nmodel = "o4"\n',
+    "dotted": CODEX_MINE + 'mcp_servers.marm.command = "old-marm"\nmcp_servers.marm.args = ["mcp"]\n'
+                           '\n[profiles.mine]\nmodel = "o4"\n',
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("form", list(CODEX_FORMS))
+def test_codex_starts_with_marm_updated_in_the_form_the_user_had(form, tmp_path):
+    def mine(home: Path) -> None:
+        (home / ".codex").mkdir()
+        (home / ".codex" / "config.toml").write_text(CODEX_FORMS[form])
+
+    s = run_session("codex", tmp_path, before_init=mine)
+    text = (Path(s.env["HOME"]) / ".codex" / "config.toml").read_text()
+    config = tomllib.loads(text)  # it parses: a second marm would be a duplicate key
+    assert list(config["mcp_servers"]) == ["marm"], text
+    assert config["mcp_servers"]["marm"]["command"] != "old-marm"
+    assert config["mcp_servers"]["marm"]["args"][-1] == "mcp"
+    assert text.startswith("# my codex\n") and config["model_reasoning_effort"] == "low"
+    assert config["profiles"] == {"mine": {"model": "o4"}}, text
+    # and the real Codex started with it: exit 0, marm's tools in its first request, a call made
+    assert s.proc.returncode == 0, f"codex exited {s.proc.returncode}: {s.proc.stderr[-2000:]}"
+    first = next(r for r in s.mock.model_requests() if PROMPT in r.text and '"tools"' in r.text)
+    assert "marm_smart_recall" in first.text and "marm_log_entry" in first.text
+    assert any(RECALLED in r.text for r in s.mock.model_requests())  # the recall tool call came back

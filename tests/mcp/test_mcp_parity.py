@@ -49,7 +49,7 @@ def test_parameters_match_the_cli(srv):
         assert set(schema.get("required", [])) == {n for n, p in cli.items() if p.required}, o.mcp
         for spec in o.params():
             prop, param = props[spec.name], cli[spec.name]
-            assert prop["description"] == spec.meta.help, (o.mcp, spec.name)
+            assert prop["description"] == spec.meta.tool_help, (o.mcp, spec.name)
             if not spec.required:
                 assert prop["default"] == param.default == spec.default, (o.mcp, spec.name)
 
@@ -58,7 +58,7 @@ def test_descriptions_annotations_and_output_schemas(srv):
     by_name = {t.name: t for t in srv.tools()}
     for o in (o for o in load().values() if o.mcp):
         tool = by_name[o.mcp]
-        assert tool.description == o.help and tool.description
+        assert tool.description == o.tool_help and tool.description
         a = tool.annotations
         assert a.read_only_hint is o.read_only, o.mcp
         assert a.destructive_hint is (o.destructive and not o.read_only), o.mcp

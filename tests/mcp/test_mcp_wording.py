@@ -1,0 +1,94 @@
+"""What an MCP client sees, over a real STDIO session: descriptions written for MCP
+(parameters as the client names them, errors as tool errors), and `-` with no special
+meaning (it never makes the server read its stdin, which is the protocol)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.helpers import git_init
+from tests.mcp.test_mcp_stdio import StdioClient
+
+#: CLI wording that means nothing to an MCP client: option spellings, exit codes, pipes,
+#: and `marm CMD` command lines (tools are named marm_...).
+CLI_WORDING = re.compile(r"--[a-z]|exit code|standard input|stdin|`marm |\bmarm [a-z]", re.IGNORECASE)
+
+
+def _session(cwd):
+    client = StdioClient(cwd)
+    client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                  "clientInfo": {"name": "pytest-stdio", "version": "0"}})
+    client.send({"method": "notifications/initialized"})
+    return client
+
+
+@pytest.mark.slow
+def test_tool_descriptions_carry_no_cli_wording(tmp_path):
+    client = _session(git_init(tmp_path / "proj"))
+    try:
+        tools = client.request("tools/list")["tools"]
+    finally:
+        code, err = client.close()
+    assert code == 0, err
+    texts = {}
+    for tool in tools:
+        texts[tool["name"]] = tool["description"]
+        for name, prop in tool["inputSchema"].get("properties", {}).items():
+            texts[f"{tool['name']}.{name}"] = prop.get("description", "")
+    # populated: every tool and every parameter is described, in MCP terms where it matters
+    assert len(tools) >= 20 and all(texts.values()), [k for k, v in texts.items() if not v]
+    assert "`force` is true" in texts["marm_log_entry"]
+    assert "marm_restore" in texts["marm_retract"] and "`as_of`" in texts["marm_supersede"]
+    assert "YYYY-MM-DD-topic-summary" in texts["marm_log_entry.text"]
+    cli = {k: CLI_WORDING.findall(v) for k, v in texts.items() if CLI_WORDING.search(v)}
+    assert cli == {}, cli
+    assert not any("Examples:" in tool["description"] for tool in tools)
+
+
+@pytest.mark.slow
+def test_a_lone_dash_is_refused_and_stdin_is_never_read(tmp_path):
+    repo = git_init(tmp_path / "proj")
+    client = _session(repo)
+    try:
+        dash = client.call("marm_log_entry", text="-")
+        note = client.call("marm_notebook", action="add", name="style", content="-")
+        # The session still works: the server did not block on, or consume, its stdin.
+        kept = client.call("marm_log_entry", text="DECISION: a dash is not a placeholder over MCP")
+        added = client.call("marm_notebook", action="add", name="review", content="read the diff twice")
+        summary = client.call("marm_summary")["structuredContent"]
+        listed = client.call("marm_notebook", action="list")["structuredContent"]
+    finally:
+        code, err = client.close()
+    assert code == 0, err
+    assert dash["isError"] is True
+    assert dash["content"][0]["text"] == (
+        "error: text: '-' stands for standard input on the command line only; "
+        "over MCP pass the text itself")
+    assert note["isError"] is True and "content: '-'" in note["content"][0]["text"]
+    assert not kept.get("isError") and not added.get("isError")
+    assert summary["total"] == 1  # the right memory is stored, the dash is not
+    contents = [item["text"] for group in summary["groups"] for item in group["items"]]
+    assert contents == ["DECISION: a dash is not a placeholder over MCP"]
+    assert [e["name"] for e in listed["entries"]] == ["review"]
+
+
+@pytest.mark.slow
+def test_an_error_names_the_parameter_not_the_option(tmp_path):
+    client = _session(git_init(tmp_path / "proj"))
+    try:
+        text = "DECISION: the cache lives in redis"
+        wrote = client.call("marm_log_entry", text=text)["structuredContent"]
+        client.call("marm_retract", id=wrote["id"], reason="we dropped redis")
+        refused = client.call("marm_log_entry", text=text)
+        forced = client.call("marm_log_entry", text=text, force=True)
+        bad_limit = client.call("marm_smart_recall", query="cache", limit=0)
+    finally:
+        code, err = client.close()
+    assert code == 0, err
+    message = refused["content"][0]["text"]
+    assert refused["isError"] is True and "retracted" in message
+    assert "pass `force` to store it anyway" in message and "--" not in message, message
+    assert not forced.get("isError") and forced["structuredContent"]["created"] is True
+    assert bad_limit["content"][0]["text"] == "error: `limit` must be at least 1"
