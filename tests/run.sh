@@ -2,20 +2,22 @@
 # The one test command (README's "Development"; CI's .ci/run calls exactly this): from a
 # clean clone it installs what the tests need and starts what they need, then runs them.
 #   bash tests/run.sh [PYTEST ARGS...]
-# - Debian's chromium for the browser tests (apt, when absent);
+# - Debian's chromium for the browser tests, zsh and fish for the completion tests (apt, when absent);
 # - a virtual environment with the project and its test extra (pip);
 # - the pinned agent CLIs for tests/e2e (npm, into the git-ignored .agents/);
 # - a throwaway PostgreSQL cluster for tests/sync (a Unix socket, no TCP port), stopped on exit;
 # then mypy over marm/ and pytest. A part that cannot be had makes its tests skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! command -v chromium >/dev/null 2>&1; then
+missing=""
+for tool in chromium zsh fish; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done
+if [ -n "$missing" ]; then
   if command -v apt-get >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1 && SUDO="sudo -n"
-    { $SUDO apt-get update -q && $SUDO apt-get install -y -q chromium; } >/dev/null 2>&1 \
-      || echo "tests/run.sh: could not install chromium with apt; the browser tests will skip" >&2
+    { $SUDO apt-get update -q && $SUDO apt-get install -y -q $missing; } >/dev/null 2>&1 \
+      || echo "tests/run.sh: could not install$missing with apt; their tests will skip" >&2
   else
-    echo "tests/run.sh: no chromium and no apt-get; the browser tests will skip" >&2
+    echo "tests/run.sh: no apt-get to install$missing; their tests will skip" >&2
   fi
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
