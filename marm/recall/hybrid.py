@@ -28,15 +28,19 @@ score means the same thing across queries (hooks inject only above a threshold):
   mentions it, whatever it says. Rare
   names (a pet, a book, an identifier) stay in: they are what the query is about.
 - ``time``: closeness of the memory's validity time to a date the query names
-  ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
-  that asks when ("When did we switch to postgres?"), whether the memory says when
-  (a date, a weekday, "last week", ...).
+  ("on 7 July 2023", "in March 2024", "yesterday"), or the share of a date the memory
+  itself names (resolved when it was written: "yesterday" in a memory of 4 October is
+  3 October) that falls inside it, whichever is higher; 0 when it names none.
+  ``when``: for a query that asks for a time ("When did we switch to postgres?", "In
+  which month ...", "How long ago ..."), whether the memory says when (a date, a
+  weekday, "last week", ...).
 - ``recency``: a small term that halves every 90 days of validity age.
 
 Candidates are the best word matches, the best vector matches, the session
-neighbours of the best word matches and the replies to the questions among both;
-the weighted sum ranks them. The weights were tuned on a public conversational-memory
-benchmark (LoCoMo, dev half) and rounded; nothing in them is specific to it.
+neighbours of the best word matches, the replies to the questions among both, and the
+memories valid at or naming a date the query names; the weighted sum ranks them. The weights were
+tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
+nothing in them is specific to it.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from marm.recall import bm25, dates, lexical
-from marm.store import Store, recall_reads, vectors
+from marm.store import Store, mentions, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
 
@@ -272,7 +276,8 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     meaning = Meaning(store, home, encoder, topic, flt)  # scores on a worker meanwhile
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
-    spans = dates.intervals(query)
+    now = datetime.now(timezone.utc)
+    spans = dates.query_spans(query, now)
     found = _candidates(store, meaning, topic, flt, limit, spans)
     base = _id_scores(found, weights)
     when = dates.asks_when(query)
@@ -281,7 +286,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     reach = weights.recency + weights.statement + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
     rows = _rows_worth_reading(store, base, reach, flt, limit)
-    now = datetime.now(timezone.utc)
+    named = mentions.of(store, rows) if spans else {}
     scored: list[tuple[float, int]] = []
     for mid, row in rows.items():
         score = (
@@ -289,7 +294,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
             + weights.names * _name_share(names, row.content)
             + weights.lead * _name_share(names, lead_of(row.content))
             + weights.statement * _statement(row.content)
-            + weights.time * dates.closeness(row.valid_at, spans)
+            + weights.time * max(dates.closeness(row.valid_at, spans), dates.overlap(named.get(mid, []), spans))
             + (weights.when if when and dates.says_when(row.content) else 0.0)
             + weights.recency * _recency(row.valid_at, now)
         )
@@ -344,8 +349,8 @@ class Candidates:
 def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
                 spans: list[tuple[datetime, datetime]]) -> Candidates:
     """The best word matches, the best vector matches, the session neighbours of the word
-    matches, the replies to the questions among both, and the memories valid at a date
-    the query names."""
+    matches, the replies to the questions among both, and the memories valid at (or
+    naming) a date the query names."""
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     # Context credit flows from a match to its session neighbours: the memory after a
@@ -359,6 +364,7 @@ def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: 
     for start, end in spans:
         ids.update(recall_reads.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
+        ids.update(mentions.naming(store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
     sims = {**meaning.of([c for c in ids | set(replies.values()) if c not in top]), **top}
     return Candidates(ids, words, sims, before, after, replies)
 
