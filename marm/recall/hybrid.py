@@ -38,7 +38,9 @@ score means the same thing across queries (hooks inject only above a threshold):
 
 Candidates are the best word matches, the best vector matches, the session
 neighbours of the best word matches, the replies to the questions among both, and the
-memories valid at or naming a date the query names; the weighted sum ranks them. The weights were
+memories valid at or naming a date the query names; the weighted sum ranks them, and
+the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
+gives way to the next distinct memory). The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
 nothing in them is specific to it.
 """
@@ -51,7 +53,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marm.recall import bm25, dates, lexical
+from marm.recall import bm25, dates, diverse, lexical
 from marm.store import Store, mentions, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
@@ -300,10 +302,11 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    pool = scored[: limit * 2]
+    pool = scored[: limit * 3]
     seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
     pool = below_its_highlights(pool, seen)
-    pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
+    pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
+    pool = [(sc, mid) for sc, mid in pool if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
     return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)
             for score, mid in pool if mid in seen]
 

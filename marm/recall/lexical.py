@@ -2,11 +2,16 @@
 
 Every token is quoted, so FTS syntax characters in the query (``"``, ``*``, ``:``,
 ``-``, ``NEAR``, ``AND``) are words, never operators: no user string can raise.
+
+Stemming is FTS5's porter tokenizer's, on both the index and the query; ``stem``
+(Snowball's English stemmer) is for callers that compare words themselves.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import cache
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -20,6 +25,21 @@ STOPWORDS = frozenset(
     what when where which while who whom why will with would you your yours yourself yourselves
     s t don doesn didn isn wasn weren ll ve re d m o y""".split()
 )
+
+
+@cache
+def _stemmer() -> Callable[[str], str]:
+    # start-up cost: snowballstemmer's package imports every language it has (~20 ms), so
+    # it loads on the first stem, not with this module
+    from snowballstemmer import stemmer
+
+    return stemmer("english").stemWord
+
+
+def stem(word: str) -> str:
+    """The Snowball (Porter 2) English stem of a lower-cased word: "retries" and "retry"
+    share "retri", "checkups" and "checkup" share "checkup"."""
+    return _stemmer()(word)
 
 
 def words(query: str) -> list[str]:
