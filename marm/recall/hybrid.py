@@ -40,7 +40,8 @@ Candidates are the best word matches, the best vector matches, the session
 neighbours of the best word matches, the replies to the questions among both, and the
 memories valid at or naming a date the query names; the weighted sum ranks them, and
 the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
-gives way to the next distinct memory). The weights were
+gives way to the next distinct memory). A query holding a literal that memories in
+scope hold ranks only those (``only``, from ``marm.recall.holders``). The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
 nothing in them is specific to it.
 """
@@ -270,8 +271,10 @@ class Meaning:
 
 
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
-           semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
-    """Rank memories for ``query`` by the fused score (or by meaning alone)."""
+           semantic_only: bool = False, weights: Weights | None = None,
+           only: set[int] | None = None) -> list[Hit]:
+    """Rank memories for ``query`` by the fused score (or by meaning alone); with
+    ``only``, rank just those memories (the ones holding a literal the query requires)."""
     weights = weights or WEIGHTS
     names = names_in(query)
     topic = without_names(query, common_names(store, flt, names))
@@ -280,8 +283,10 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
         return _by_meaning(store, meaning, flt, limit)
     now = datetime.now(timezone.utc)
     spans = dates.query_spans(query, now)
-    found = _candidates(store, meaning, topic, flt, limit, spans)
+    found = _candidates(store, meaning, topic, flt, limit, spans, only)
     base = _id_scores(found, weights)
+    if only is not None:
+        base = {mid: sc for mid, sc in base.items() if mid in only}
     when = dates.asks_when(query)
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
@@ -350,10 +355,10 @@ class Candidates:
 
 
 def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
-                spans: list[tuple[datetime, datetime]]) -> Candidates:
+                spans: list[tuple[datetime, datetime]], only: set[int] | None = None) -> Candidates:
     """The best word matches, the best vector matches, the session neighbours of the word
-    matches, the replies to the questions among both, and the memories valid at (or
-    naming) a date the query names."""
+    matches, the replies to the questions among both, the memories valid at (or naming)
+    a date the query names, and ``only`` (memories a literal of the query picked)."""
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     # Context credit flows from a match to its session neighbours: the memory after a
@@ -363,7 +368,7 @@ def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: 
     before = {near.after[p]: words[p] for p in words if p in near.after}
     after = {near.before[q]: words[q] for q in words if q in near.before}
     replies = {near.after[p]: p for p in near.asking if p in near.after}
-    ids = set(top) | set(words) | set(before) | set(after) | set(replies)
+    ids = set(top) | set(words) | set(before) | set(after) | set(replies) | (only or set())
     for start, end in spans:
         ids.update(recall_reads.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
