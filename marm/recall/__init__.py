@@ -114,7 +114,7 @@ def words(
     only: set[int] | None = None,
 ) -> list[Hit]:
     """BM25 matches of the query's words; with ``only``, those memories, word matches first."""
-    expression = lexical.fts_query(query)
+    expression = lexical.fts_query(lexical.without_exceptions(query))
     if expression is None:
         return []
     found = memory_store.search_words(store, expression, flt, limit if only is None else max(limit * 20, 200))

@@ -41,7 +41,8 @@ neighbours of the best word matches, the replies to the questions among both, an
 memories valid at or naming a date the query names; the weighted sum ranks them, and
 the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
 gives way to the next distinct memory). A query holding a literal that memories in
-scope hold ranks only those (``only``, from ``marm.recall.holders``). The weights were
+scope hold ranks only those (``only``, from ``marm.recall.holders``). What a question
+sets aside ("besides pottery") is left out of its words and meaning. The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
 nothing in them is specific to it.
 """
@@ -180,10 +181,16 @@ def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, 
     if not terms:
         return {}
     stats = recall_reads.word_stats(store, terms)
+    # The share is of the query's own words: another spelling of one adds no information.
+    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
+    forms = recall_reads.word_stats(store, [c for c in lexical.compounds(query) if c not in stats.df])
+    held = {c: n for c, n in forms.df.items() if n}
+    if held:
+        terms = terms + list(held)
+        stats = recall_reads.WordStats(stats.total, {**stats.df, **held})
     found = bm25.matches(store, terms, flt, limit, stats)
     if not found:
         return {}
-    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
     return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
 
 
@@ -277,7 +284,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     ``only``, rank just those memories (the ones holding a literal the query requires)."""
     weights = weights or WEIGHTS
     names = names_in(query)
-    topic = without_names(query, common_names(store, flt, names))
+    topic = without_names(lexical.without_exceptions(query), common_names(store, flt, names))
     meaning = Meaning(store, home, encoder, topic, flt)  # scores on a worker meanwhile
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
