@@ -45,11 +45,13 @@ def tokens(text: str) -> list[str]:
 
 @cache
 def _stemmer() -> Callable[[str], str]:
-    # start-up cost: snowballstemmer's package imports every language it has (~20 ms), so
-    # it loads on the first stem, not with this module
-    from snowballstemmer import stemmer
+    # start-up cost (~7 ms): it loads on the first stem, not with this module.
+    # py-rust-stemmers is Snowball's English stemmer compiled (the same stems as the
+    # pure-Python snowballstemmer, at 0.5 us a word instead of 70: a ranking stems a few
+    # hundred words)
+    from py_rust_stemmers import SnowballStemmer
 
-    return stemmer("english").stemWord
+    return SnowballStemmer("english").stem_word
 
 
 def stem(word: str) -> str:
