@@ -29,25 +29,15 @@ _ACKS = re.compile(
     r"(?:[\s,]+(?:please|pls|thanks|thank you))?[\s.!?]*$",
     re.IGNORECASE,
 )
-_SUFFIXES = ("ing", "ed", "es", "s", "ly")
 #: Where a long memory is cut into pieces for an excerpt: sentence ends and line breaks.
 _PIECE = re.compile(r"(?<=[.!?])\s+|\n+")
 #: Names a memory is about: code in backticks, paths and file names, identifiers.
 _NAMED = re.compile(r"`[^`]+`|\b[\w./-]+\.[a-z]{1,5}\b|\b[a-z]+_[a-z_]+\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 
 
-def stem(word: str) -> str:
-    """A crude stem, enough to tell 'retries' and 'retry' share a word."""
-    if len(word) > 5 and word.endswith("ies"):
-        return word[:-3] + "y"
-    for suffix in _SUFFIXES:
-        if len(word) - len(suffix) >= 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
 def content_stems(text: str) -> set[str]:
-    return {stem(w) for w in lexical.words(text) if len(w) >= 3 and w not in lexical.STOPWORDS}
+    """The Snowball stems of ``text``'s content words: 'retries' and 'retry' share one."""
+    return {lexical.stem(w) for w in lexical.words(text) if len(w) >= 3 and w not in lexical.STOPWORDS}
 
 
 def is_trivial(prompt: str) -> bool:

@@ -12,6 +12,7 @@ from marm.errors import BadInput, NotFound, Refused
 from marm.ops.params import AllProjects, ProjectOpt, SessionOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView, one_line
+from marm.recall import dates
 from marm.scope import display
 from marm.store import events, logs, memories, notebook, review, sessions
 from marm.store.memories import Filter
@@ -106,6 +107,7 @@ def write_memory(
         memory = memories.insert(
             store, content=body, content_hash=digest, kind=memory_kind, session=session_name,
             project=project_key, valid_from=start, valid_to=end, recorded_at=recorded_at,
+            named_dates=dates.named_stamps(body, start or recorded_at),
             metadata={**_clean_metadata(metadata or {}), **({"redacted": cleaned.redacted} if cleaned.redacted else {})},
             detail={"forced": True, "tombstone_of": grave.memory_id} if grave is not None else None,
         )

@@ -2,6 +2,9 @@
 
 - exact lane: syntax-shaped queries (``shape.literal_of``) return memories containing
   the stored characters verbatim; nothing matching means an empty answer.
+- a sentence that holds a literal ("why does ``src/routes/[id]/+page.ts`` load
+  twice?") goes to the word and meaning lanes with the literal required: when memories
+  in scope hold every such piece (``shape.literals_in``), only they rank.
 - word/meaning lanes: BM25 over words (``lexical``), fused with vectors when the
   embedding model is available (``hybrid``, ``recall.hybrid``), or vectors alone
   (``semantic``). ``auto`` is exact for syntax-shaped queries, else hybrid.
@@ -19,7 +22,7 @@ from dataclasses import dataclass
 
 from marm.errors import BadInput, Unavailable
 from marm.recall import lexical
-from marm.recall.shape import literal_of
+from marm.recall.shape import literal_of, literals_in
 from marm.store import Store
 from marm.store import memories as memory_store
 from marm.store.memories import Filter
@@ -28,6 +31,8 @@ from marm.store.records import Hit
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 #: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
 EMBED_ON_RECALL = 16
+#: A literal piece of a sentence held by this many memories is not required of a result.
+COMMON_LITERAL = 200
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,14 +55,31 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
     literal = literal_of(query)
     if mode == "exact" or (mode == "auto" and literal is not None):
         return exact(store, literal if literal is not None else query, flt, limit)
+    only = holders(store, literals_in(query), flt) if mode != "semantic" else None
     if mode == "lexical":
-        return Outcome("lexical", words(store, query, flt, limit))
-    return meaning(store, query, flt, limit, semantic_only=mode == "semantic", embed_backlog=embed_backlog)
+        return Outcome("lexical", words(store, query, flt, limit, only=only))
+    return meaning(store, query, flt, limit, semantic_only=mode == "semantic", embed_backlog=embed_backlog,
+                   only=only)
+
+
+def holders(store: Store, pieces: list[str], flt: Filter) -> set[int] | None:
+    """The memories in scope holding every literal piece of a sentence, or None when no
+    memory does (the question is then answered without them). A piece held by more
+    than ``COMMON_LITERAL`` memories says little and is not required."""
+    found: set[int] | None = None
+    for piece in pieces:
+        hits, _ = memory_store.search_literal(store, piece, flt, limit=COMMON_LITERAL)
+        if len(hits) >= COMMON_LITERAL:
+            continue
+        ids = {m.id for m in hits}
+        found = ids if found is None else found & ids
+    return found or None
 
 
 def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False,
-            embed_backlog: bool = True) -> Outcome:
-    """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model."""
+            embed_backlog: bool = True, only: set[int] | None = None) -> Outcome:
+    """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
+    ``only``: when given, just these memories rank (``holders``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
     from marm.embed.drain import embed_pending, encoder_for
     from marm.recall import hybrid
@@ -66,7 +88,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     try:
         encoder = encoder_for(store, home, query=True)
     except Unavailable as exc:
-        return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
+        return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", only=only),
                        note=f"answered from words only: {exc.message}")
     try:
         if embed_backlog:
@@ -75,7 +97,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
         import logging
 
         logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only)
+    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only)
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 
@@ -88,9 +110,17 @@ def exact(store: Store, text: str, flt: Filter, limit: int) -> Outcome:
 
 
 def words(
-    store: Store, query: str, flt: Filter, limit: int, retrieval_mode: str = "lexical"
+    store: Store, query: str, flt: Filter, limit: int, retrieval_mode: str = "lexical",
+    only: set[int] | None = None,
 ) -> list[Hit]:
-    expression = lexical.fts_query(query)
+    """BM25 matches of the query's words; with ``only``, those memories, word matches first."""
+    expression = lexical.fts_query(lexical.without_exceptions(query))
     if expression is None:
         return []
-    return [Hit(m, score, retrieval_mode) for m, score in memory_store.search_words(store, expression, flt, limit)]
+    found = memory_store.search_words(store, expression, flt, limit if only is None else max(limit * 20, 200))
+    if only is None:
+        return [Hit(m, score, retrieval_mode) for m, score in found]
+    ranked = [Hit(m, score, retrieval_mode) for m, score in found if m.id in only]
+    rest = memory_store.get_many(store, sorted(only - {h.memory.id for h in ranked}, reverse=True))
+    ranked.extend(Hit(m, 0.0, retrieval_mode) for m in rest.values())
+    return ranked[:limit]

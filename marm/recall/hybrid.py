@@ -28,15 +28,23 @@ score means the same thing across queries (hooks inject only above a threshold):
   mentions it, whatever it says. Rare
   names (a pet, a book, an identifier) stay in: they are what the query is about.
 - ``time``: closeness of the memory's validity time to a date the query names
-  ("on 7 July 2023", "in March 2024"); 0 when it names none. ``when``: for a query
-  that asks when ("When did we switch to postgres?"), whether the memory says when
-  (a date, a weekday, "last week", ...).
+  ("on 7 July 2023", "in March 2024", "yesterday"), or the share of a date the memory
+  itself names (resolved when it was written: "yesterday" in a memory of 4 October is
+  3 October) that falls inside it, whichever is higher; 0 when it names none.
+  ``when``: for a query that asks for a time ("When did we switch to postgres?", "In
+  which month ...", "How long ago ..."), whether the memory says when (a date, a
+  weekday, "last week", ...).
 - ``recency``: a small term that halves every 90 days of validity age.
 
 Candidates are the best word matches, the best vector matches, the session
-neighbours of the best word matches and the replies to the questions among both;
-the weighted sum ranks them. The weights were tuned on a public conversational-memory
-benchmark (LoCoMo, dev half) and rounded; nothing in them is specific to it.
+neighbours of the best word matches, the replies to the questions among both, and the
+memories valid at or naming a date the query names; the weighted sum ranks them, and
+the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
+gives way to the next distinct memory). A query holding a literal that memories in
+scope hold ranks only those (``only``, from ``marm.recall.holders``). What a question
+sets aside ("besides pottery") is left out of its words and meaning. The weights were
+tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
+nothing in them is specific to it.
 """
 
 from __future__ import annotations
@@ -47,8 +55,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marm.recall import bm25, dates, lexical
-from marm.store import Store, recall_reads, vectors
+from marm.recall import bm25, dates, diverse, lexical
+from marm.store import Store, mentions, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
 
@@ -173,10 +181,16 @@ def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, 
     if not terms:
         return {}
     stats = recall_reads.word_stats(store, terms)
+    # The share is of the query's own words: another spelling of one adds no information.
+    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
+    forms = recall_reads.word_stats(store, [c for c in lexical.compounds(query) if c not in stats.df])
+    held = {c: n for c, n in forms.df.items() if n}
+    if held:
+        terms = terms + list(held)
+        stats = recall_reads.WordStats(stats.total, {**stats.df, **held})
     found = bm25.matches(store, terms, flt, limit, stats)
     if not found:
         return {}
-    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
     return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
 
 
@@ -264,24 +278,29 @@ class Meaning:
 
 
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
-           semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
-    """Rank memories for ``query`` by the fused score (or by meaning alone)."""
+           semantic_only: bool = False, weights: Weights | None = None,
+           only: set[int] | None = None) -> list[Hit]:
+    """Rank memories for ``query`` by the fused score (or by meaning alone); with
+    ``only``, rank just those memories (the ones holding a literal the query requires)."""
     weights = weights or WEIGHTS
     names = names_in(query)
-    topic = without_names(query, common_names(store, flt, names))
+    topic = without_names(lexical.without_exceptions(query), common_names(store, flt, names))
     meaning = Meaning(store, home, encoder, topic, flt)  # scores on a worker meanwhile
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
-    spans = dates.intervals(query)
-    found = _candidates(store, meaning, topic, flt, limit, spans)
+    now = datetime.now(timezone.utc)
+    spans = dates.query_spans(query, now)
+    found = _candidates(store, meaning, topic, flt, limit, spans, only)
     base = _id_scores(found, weights)
+    if only is not None:
+        base = {mid: sc for mid, sc in base.items() if mid in only}
     when = dates.asks_when(query)
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
     reach = weights.recency + weights.statement + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
     rows = _rows_worth_reading(store, base, reach, flt, limit)
-    now = datetime.now(timezone.utc)
+    named = mentions.of(store, rows) if spans else {}
     scored: list[tuple[float, int]] = []
     for mid, row in rows.items():
         score = (
@@ -289,16 +308,17 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
             + weights.names * _name_share(names, row.content)
             + weights.lead * _name_share(names, lead_of(row.content))
             + weights.statement * _statement(row.content)
-            + weights.time * dates.closeness(row.valid_at, spans)
+            + weights.time * max(dates.closeness(row.valid_at, spans), dates.overlap(named.get(mid, []), spans))
             + (weights.when if when and dates.says_when(row.content) else 0.0)
             + weights.recency * _recency(row.valid_at, now)
         )
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
-    pool = scored[: limit * 2]
+    pool = scored[: limit * 3]
     seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
     pool = below_its_highlights(pool, seen)
-    pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
+    pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
+    pool = [(sc, mid) for sc, mid in pool if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
     return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)
             for score, mid in pool if mid in seen]
 
@@ -342,10 +362,10 @@ class Candidates:
 
 
 def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
-                spans: list[tuple[datetime, datetime]]) -> Candidates:
+                spans: list[tuple[datetime, datetime]], only: set[int] | None = None) -> Candidates:
     """The best word matches, the best vector matches, the session neighbours of the word
-    matches, the replies to the questions among both, and the memories valid at a date
-    the query names."""
+    matches, the replies to the questions among both, the memories valid at (or naming)
+    a date the query names, and ``only`` (memories a literal of the query picked)."""
     words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     # Context credit flows from a match to its session neighbours: the memory after a
@@ -355,10 +375,11 @@ def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: 
     before = {near.after[p]: words[p] for p in words if p in near.after}
     after = {near.before[q]: words[q] for q in words if q in near.before}
     replies = {near.after[p]: p for p in near.asking if p in near.after}
-    ids = set(top) | set(words) | set(before) | set(after) | set(replies)
+    ids = set(top) | set(words) | set(before) | set(after) | set(replies) | (only or set())
     for start, end in spans:
         ids.update(recall_reads.valid_between(
             store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
+        ids.update(mentions.naming(store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
     sims = {**meaning.of([c for c in ids | set(replies.values()) if c not in top]), **top}
     return Candidates(ids, words, sims, before, after, replies)
 

@@ -90,9 +90,11 @@ def insert(
     status: str = "active",
     memory_id: int | None = None,
     detail: dict[str, Any] | None = None,
+    named_dates: Sequence[tuple[str, str]] = (),
 ) -> Memory:
     """Insert one memory with its outbox tasks and event (``detail`` adds to the event's
-    detail, e.g. that a tombstone was overridden). Call inside ``store.write()``."""
+    detail, e.g. that a tombstone was overridden) and the dates it names
+    (``marm.store.mentions``). Call inside ``store.write()``."""
     assert store.in_transaction, "insert runs inside the caller's write transaction"
     recorded = recorded_at or now()
     cur = store.conn.execute(
@@ -105,6 +107,8 @@ def insert(
         ),
     )
     new_id = int(cur.lastrowid or 0)
+    store.conn.executemany("INSERT INTO memory_dates (memory_id, start, end) VALUES (?, ?, ?)",
+                           [(new_id, start, end) for start, end in named_dates])
     for task in TASK_KINDS:
         outbox.enqueue(store, task, new_id, content_hash)
     events.append(

@@ -336,6 +336,25 @@ def m006_project_settings(conn: sqlite3.Connection) -> None:
     )
 
 
+def m009_memory_dates(conn: sqlite3.Connection) -> None:
+    """The dates a memory names, resolved at write time against its own date ("yesterday"
+    in a memory of 4 October is 3 October): a recall naming a day finds the memories
+    that name it, by an index on the interval's start (``marm.store.mentions``).
+    Memories written before this step have none recorded."""
+    _run(
+        conn,
+        """
+        CREATE TABLE memory_dates (
+            memory_id  INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            start      TEXT NOT NULL,                 -- [start, end), fixed-width ISO-8601 UTC
+            end        TEXT NOT NULL
+        );
+        CREATE INDEX memory_dates_start ON memory_dates(start);
+        CREATE INDEX memory_dates_memory ON memory_dates(memory_id);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_validity_index,
@@ -343,6 +362,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_turn_journal,
     m005_sync,
     m006_project_settings,
+    m009_memory_dates,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -38,6 +38,7 @@ from collections import Counter
 from typing import Any
 
 from marm.errors import MarmError
+from marm.recall import dates
 from marm.store import concept_verdicts, logs, memories, review, sessions, sync_state
 from marm.store.db import Store
 from marm.store.transfer import acting_as
@@ -162,6 +163,7 @@ class Applier:
             session=session, project=project, valid_from=data.get("valid_from"),
             valid_to=data.get("valid_to"), metadata=data.get("metadata") or {},
             recorded_at=data.get("recorded_at"), status=str(status), detail={"from": gid, **(note or {})},
+            named_dates=dates.named_stamps(text, data.get("valid_from") or data.get("recorded_at")),
         )
         entry = data.get("log")
         if entry:

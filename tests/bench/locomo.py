@@ -10,6 +10,10 @@ Scored per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop;
 5 adversarial has no retrieval target): any-evidence hit@5, all-evidence hit@5,
 evidence recall@5, MRR. Questions whose evidence ids are all malformed are skipped.
 
+Beside them, the figures local no-LLM peers publish, from a second recall of the top 10:
+session-level recall@10 (an evidence turn's session is among the sessions of the top 10
+results) and turn-level recall@10 (the share of evidence turns among the top 10).
+
     python tests/bench/locomo.py --data ../shared/data/locomo-dev.json --mode hybrid --json
 
 The data set (CC BY-NC 4.0) is never copied into the repository; without it the script
@@ -59,6 +63,11 @@ def turn_text(turn: dict) -> str:
     if turn.get("blip_caption"):
         text += f" [shares a photo: {turn['blip_caption']}]"
     return text
+
+
+def _sessions(dia_ids: set[str]) -> set[str]:
+    """The sessions dia ids belong to ("D3:5" -> "3")."""
+    return {d[1:].split(":")[0] for d in dia_ids}
 
 
 def ingest(ctx, data: list[dict]) -> dict[int, set[str]]:
@@ -116,6 +125,10 @@ def evaluate(ctx, data: list[dict], dia_of: dict[int, set[str]], mode: str) -> d
             m["all"].append(float(covered == len(evidence)))
             m["recall"].append(covered / len(evidence))
             m["mrr"].append(rr)
+            wide = recall.run(store, qa["question"], flt, 10, mode).hits
+            found10 = set().union(*(dia_of.get(h.memory.id, set()) for h in wide))
+            m["session@10"].append(float(bool(_sessions(found10) & _sessions(evidence))))
+            m["turn@10"].append(len(found10 & evidence) / len(evidence))
     return {"per": per, "skipped": skipped, "latencies": latencies, "modes": sorted(modes_seen)}
 
 
@@ -164,17 +177,20 @@ def main() -> int:
 
     print(f"\nmode {args.mode} (answered as {', '.join(result['modes'])}); "
           f"{result['skipped']} question(s) skipped for malformed evidence")
-    print(f"{'category':<16}{'n':>5}{'any@5':>8}{'all@5':>8}{'recall@5':>10}{'MRR':>7}")
+    print(f"{'category':<16}{'n':>5}{'any@5':>8}{'all@5':>8}{'recall@5':>10}{'MRR':>7}"
+          f"{'sessR@10':>10}{'turnR@10':>10}")
     pooled: dict[str, list[float]] = defaultdict(list)
     for cat, name in CATEGORIES.items():
         m = per[cat]
         for key, xs in m.items():
             pooled[key].extend(xs)
         print(f"{f'{cat} {name}':<16}{len(m['any']):>5}{mean(m['any']):>8.3f}{mean(m['all']):>8.3f}"
-              f"{mean(m['recall']):>10.3f}{mean(m['mrr']):>7.3f}")
+              f"{mean(m['recall']):>10.3f}{mean(m['mrr']):>7.3f}"
+              f"{mean(m['session@10']):>10.3f}{mean(m['turn@10']):>10.3f}")
     n = len(pooled["any"])
     print(f"{'overall 1-4':<16}{n:>5}{mean(pooled['any']):>8.3f}{mean(pooled['all']):>8.3f}"
-          f"{mean(pooled['recall']):>10.3f}{mean(pooled['mrr']):>7.3f}")
+          f"{mean(pooled['recall']):>10.3f}{mean(pooled['mrr']):>7.3f}"
+          f"{mean(pooled['session@10']):>10.3f}{mean(pooled['turn@10']):>10.3f}")
     lat = sorted(result["latencies"])
     if lat:
         print(f"recall latency: median {statistics.median(lat) * 1000:.1f} ms, "
@@ -182,8 +198,11 @@ def main() -> int:
     print(json.dumps({
         "any_at_5": round(mean(pooled["any"]), 4), "all_at_5": round(mean(pooled["all"]), 4),
         "evidence_recall_at_5": round(mean(pooled["recall"]), 4), "mrr": round(mean(pooled["mrr"]), 4),
+        "session_recall_at_10": round(mean(pooled["session@10"]), 4),
+        "turn_recall_at_10": round(mean(pooled["turn@10"]), 4),
         "mode": args.mode, "questions": n,
         "by_category": {CATEGORIES[c]: round(mean(per[c]["any"]), 4) for c in CATEGORIES},
+        "mrr_by_category": {CATEGORIES[c]: round(mean(per[c]["mrr"]), 4) for c in CATEGORIES},
     }))
     ctx.close()
     shutil.rmtree(work, ignore_errors=True)
