@@ -3,8 +3,8 @@
 - exact lane: syntax-shaped queries (``shape.literal_of``) return memories containing
   the stored characters verbatim; nothing matching means an empty answer.
 - a sentence that holds a literal ("why does ``src/routes/[id]/+page.ts`` load
-  twice?") goes to the word and meaning lanes with the literal required: when memories
-  in scope hold every such piece (``shape.literals_in``), only they rank.
+  twice?") goes to the word and meaning lanes with the literal strongly boosted: the
+  memories in scope holding every such piece (``shape.literals_in``) rank first.
 - word/meaning lanes: BM25 over words (``lexical``), fused with vectors when the
   embedding model is available (``hybrid``, ``recall.hybrid``), or vectors alone
   (``semantic``). ``auto`` is exact for syntax-shaped queries, else hybrid.
@@ -31,7 +31,7 @@ from marm.store.records import Hit
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 #: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
 EMBED_ON_RECALL = 16
-#: A literal piece of a sentence held by this many memories is not required of a result.
+#: A literal piece of a sentence held by this many memories says little and is not boosted.
 COMMON_LITERAL = 200
 
 
@@ -65,7 +65,7 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
 def holders(store: Store, pieces: list[str], flt: Filter) -> set[int] | None:
     """The memories in scope holding every literal piece of a sentence, or None when no
     memory does (the question is then answered without them). A piece held by more
-    than ``COMMON_LITERAL`` memories says little and is not required."""
+    than ``COMMON_LITERAL`` memories says little and is left out."""
     found: set[int] | None = None
     for piece in pieces:
         hits, _ = memory_store.search_literal(store, piece, flt, limit=COMMON_LITERAL)
@@ -79,7 +79,7 @@ def holders(store: Store, pieces: list[str], flt: Filter) -> set[int] | None:
 def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False,
             embed_backlog: bool = True, only: set[int] | None = None) -> Outcome:
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
-    ``only``: when given, just these memories rank (``holders``)."""
+    ``only``: when given, these memories rank first (``holders``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
     from marm.embed.drain import embed_pending, encoder_for
     from marm.recall import hybrid
@@ -113,7 +113,8 @@ def words(
     store: Store, query: str, flt: Filter, limit: int, retrieval_mode: str = "lexical",
     only: set[int] | None = None,
 ) -> list[Hit]:
-    """BM25 matches of the query's words; with ``only``, those memories, word matches first."""
+    """BM25 matches of the query's words; with ``only``, those memories first (word matches
+    first among them), then the other word matches."""
     expression = lexical.fts_query(lexical.without_exceptions(query))
     if expression is None:
         return []
@@ -123,4 +124,5 @@ def words(
     ranked = [Hit(m, score, retrieval_mode) for m, score in found if m.id in only]
     rest = memory_store.get_many(store, sorted(only - {h.memory.id for h in ranked}, reverse=True))
     ranked.extend(Hit(m, 0.0, retrieval_mode) for m in rest.values())
+    ranked.extend(Hit(m, score, retrieval_mode) for m, score in found if m.id not in only)
     return ranked[:limit]

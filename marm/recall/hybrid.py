@@ -41,7 +41,8 @@ neighbours of the best word matches, the replies to the questions among both, an
 memories valid at or naming a date the query names; the weighted sum ranks them, and
 the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
 gives way to the next distinct memory). A query holding a literal that memories in
-scope hold ranks only those (``only``, from ``marm.recall.holders``). What a question
+scope hold ranks those first (``only``, from ``marm.recall.holders``, raised by
+``LITERAL_BOOST``). What a question
 sets aside ("besides pottery") is left out of its words and meaning. The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
 nothing in them is specific to it.
@@ -93,6 +94,15 @@ class Weights:
 WEIGHTS = Weights()
 #: How far below a highlight the episode holding the same sentence ranks.
 SAME_CONTENT_GAP = 0.001
+#: How much better than its highlight an episode may score and still give way to it:
+#: within this, the match is the highlight's sentence, which says it more precisely;
+#: beyond it, the episode matches on something else it holds and keeps its score.
+GIVES_WAY_WITHIN = 0.05
+#: What a memory holding the literal a question names (a path, a key, code) gains: more
+#: than the spread of a typical top 5, so the holders rank first, yet the question is
+#: still answered by memories that say it without the literal (the file a fix was in
+#: is often not named in the fix).
+LITERAL_BOOST = 0.2
 #: Candidates taken from each side before fusion.
 WORD_CANDIDATES = 150
 VECTOR_CANDIDATES = 100
@@ -280,8 +290,8 @@ class Meaning:
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None,
            only: set[int] | None = None) -> list[Hit]:
-    """Rank memories for ``query`` by the fused score (or by meaning alone); with
-    ``only``, rank just those memories (the ones holding a literal the query requires)."""
+    """Rank memories for ``query`` by the fused score (or by meaning alone); ``only``
+    (the memories holding a literal the query names) are raised by ``LITERAL_BOOST``."""
     weights = weights or WEIGHTS
     names = names_in(query)
     topic = without_names(lexical.without_exceptions(query), common_names(store, flt, names))
@@ -292,8 +302,8 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     spans = dates.query_spans(query, now)
     found = _candidates(store, meaning, topic, flt, limit, spans, only)
     base = _id_scores(found, weights)
-    if only is not None:
-        base = {mid: sc for mid, sc in base.items() if mid in only}
+    if only is not None:  # what holds the question's literal comes first; the rest may follow
+        base = {mid: sc + (LITERAL_BOOST if mid in only else 0.0) for mid, sc in base.items()}
     when = dates.asks_when(query)
     # The parts that need only ids first; the parts that read a memory's text and time
     # can add at most ``reach``, so candidates that cannot reach the top are not read.
@@ -326,7 +336,9 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
 def below_its_highlights(pool: list[tuple[float, int]], seen: dict[int, Memory]) -> list[tuple[float, int]]:
     """``pool`` (score, id) re-sorted so that an episode ranks just below a highlight of
     the same content (a sentence of the turn's conclusion kept on its own, in the same
-    session): the highlight says it more precisely. Other episodes keep their score."""
+    session) when the two match about as well (``GIVES_WAY_WITHIN``): the highlight says
+    it more precisely. An episode that matches far better than its highlights matches on
+    something else it holds, and keeps its score, as do other episodes."""
     flat = {mid: " ".join(m.content.split()) for mid, m in seen.items()}
     best: dict[int, float] = {}
     for score, mid in pool:
@@ -335,7 +347,8 @@ def below_its_highlights(pool: list[tuple[float, int]], seen: dict[int, Memory])
             continue
         for other_score, other in pool:
             e = seen.get(other)
-            if e is not None and e.kind == "episode" and e.session == m.session and flat[mid] in flat[other]:
+            if (e is not None and e.kind == "episode" and e.session == m.session and flat[mid] in flat[other]
+                    and other_score - score <= GIVES_WAY_WITHIN):
                 best[other] = min(best.get(other, other_score), score - SAME_CONTENT_GAP)
     moved = [(min(score, best[mid]) if mid in best else score, mid) for score, mid in pool]
     return sorted(moved, key=lambda sm: (-sm[0], -sm[1]))

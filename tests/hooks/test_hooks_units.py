@@ -220,8 +220,12 @@ def test_an_episode_ranks_just_below_a_highlight_of_the_same_content():
     seen = {1: m(1, "decision", said), 2: m(2, "episode", f"Asked: totals?\nConcluded: Done. {said}"),
             3: m(3, "episode", "Asked: deploy?\nConcluded: Render redeploys reseed the database."),
             4: m(4, "episode", f"Asked: again?\nConcluded: {said}", session="other")}
-    ranked = below_its_highlights([(0.5, 2), (0.45, 3), (0.4, 1), (0.35, 4)], seen)
+    ranked = below_its_highlights([(0.44, 2), (0.42, 3), (0.4, 1), (0.35, 4)], seen)
     order = [mid for _, mid in ranked]
     assert order.index(1) < order.index(2)          # the highlight first, its episode right after
     assert order[0] == 3                            # an episode of other content keeps its score
     assert dict((mid, sc) for sc, mid in ranked)[4] == 0.35  # another session's episode is not moved
+    # An episode that matches far better than its highlight matches on something else it
+    # holds ("why did we drop the cron job?" and the same turn also dropped it): it stays.
+    far = below_its_highlights([(0.6, 2), (0.42, 3), (0.3, 1)], seen)
+    assert [mid for _, mid in far] == [2, 3, 1] and far[0][0] == 0.6
