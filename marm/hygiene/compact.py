@@ -1,0 +1,107 @@
+"""Compaction of old episodes: one extractive summary per topic and week.
+
+Episodes are kept nearly verbatim, so a store that captures every turn grows by
+hundreds of them a week; after a month what matters of them is what was asked, what
+was concluded and which files changed. A fold keeps, for each episode of a topic and
+ISO week, its question's first sentence, the first sentence of its conclusion and the
+sentence of it the highlight classifier is surest of; the fold lists the files they
+changed once. The rest is dropped from the summary (nothing is paraphrased). Highlights are memories of
+their own and are never folded.
+
+The topic is the session the episodes come from: a session is one task on one
+repository, which is what a reader looks for later; the week bounds a fold's size.
+Sources are not changed: each becomes ``superseded`` by the summary (content,
+metadata and validity untouched), so ``marm compact --restore SUMMARY`` (or ``marm
+restore ID`` for one source) gives them back byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from marm.capture.highlights import highlights
+from marm.capture.sentences import sentences
+from marm.store.records import Memory
+
+#: Characters of one episode's lines in a summary (beyond: cut at a sentence).
+PER_EPISODE = 360
+FILES = 12
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    project: str | None
+    topic: str                 # the session
+    week: str                  # ISO week, e.g. 2026-W40
+    sources: tuple[Memory, ...]
+    text: str
+
+    @property
+    def source_chars(self) -> int:
+        return sum(len(m.content) for m in self.sources)
+
+
+def week_of(stamp: str) -> str:
+    year, week, _ = datetime.fromisoformat(stamp[:19]).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def _field(content: str, label: str) -> str:
+    """The text after ``label:`` up to the next labelled line of an episode."""
+    out: list[str] = []
+    taking = False
+    for line in content.splitlines():
+        head = line.split(":", 1)[0]
+        if head in ("Asked", "Concluded", "Stopped at", "Changed", "Failed"):
+            taking = head == label
+            line = line.split(":", 1)[1] if taking else line
+        if taking:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def _first(text: str) -> str:
+    return next(iter(sentences(text)), text.strip().split("\n", 1)[0])
+
+
+def key_lines(episode: Memory) -> str:
+    """What an episode contributes to its summary (extractive, in its own words)."""
+    asked = _first(_field(episode.content, "Asked"))
+    concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
+    kept = [_first(concluded)] if concluded else []
+    best = highlights([concluded], limit=1) if concluded else []
+    kept += [h.text for h in best if h.text not in kept]
+    body = " ".join(k for k in kept if k)
+    if len(body) > PER_EPISODE:
+        body = body[:PER_EPISODE].rsplit(". ", 1)[0].rstrip(".") + ". …"
+    parts = [f"- {episode.recorded_at[:10]} asked: {asked}" if asked else f"- {episode.recorded_at[:10]}"]
+    if body:
+        parts.append(f"  concluded: {body}")
+    return "\n".join(parts)
+
+
+def files_changed(episodes: Iterable[Memory]) -> list[str]:
+    """The files the episodes changed, each once, in order of first change."""
+    return list(dict.fromkeys(f.strip() for m in episodes
+                              for f in _field(m.content, "Changed").split(",") if f.strip()))
+
+
+def plan(episodes: Iterable[Memory]) -> list[Fold]:
+    """Group ``episodes`` by project, topic and week; a group of one is left as it is
+    (folding it would save little and lose its wording)."""
+    groups: dict[tuple[str | None, str, str], list[Memory]] = {}
+    for m in episodes:
+        groups.setdefault((m.project, m.session or "-", week_of(m.valid_from or m.recorded_at)), []).append(m)
+    folds = []
+    for (project, topic, week), found in sorted(groups.items(), key=lambda kv: (kv[0][2], kv[0][1])):
+        if len(found) < 2:
+            continue
+        found.sort(key=lambda m: (m.recorded_at, m.id))
+        head = f"SUMMARY of {len(found)} episodes of session {topic}, week {week} (marm compact):"
+        files = files_changed(found)
+        tail = ["Changed: " + ", ".join(files[:FILES]) + (f" and {len(files) - FILES} more" if len(files) > FILES else "")]
+        folds.append(Fold(project, topic, week, tuple(found),
+                          "\n".join([head, *map(key_lines, found), *(tail if files else [])])))
+    return folds
