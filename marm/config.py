@@ -87,7 +87,7 @@ MAX_CONTENT_CHARS = 100_000
 
 
 #: Settings that only make sense for the whole machine: never per project or per file.
-GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session"})
+GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session", "recall.episode_half_life_days"})
 #: The file a repository carries at its root to opt out or in.
 PROJECT_FILE = ".marm.toml"
 

@@ -15,12 +15,14 @@ A process that loaded the model first embeds a small batch of pending memories
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from marm import config
 from marm.errors import BadInput, Unavailable
 from marm.recall import lexical
 from marm.recall.shape import literal_of
-from marm.store import Store
+from marm.store import Store, flags
 from marm.store import memories as memory_store
 from marm.store.memories import Filter
 from marm.store.records import Hit
@@ -75,7 +77,8 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
         import logging
 
         logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only)
+    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only,
+                         episode_half_life_days=_half_life(store))
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 
@@ -94,3 +97,13 @@ def words(
     if expression is None:
         return []
     return [Hit(m, score, retrieval_mode) for m, score in memory_store.search_words(store, expression, flt, limit)]
+
+
+def _half_life(store: Store) -> float:
+    """``recall.episode_half_life_days`` as saved for the whole machine or in the
+    environment (recall sees the store, not the invocation's project settings)."""
+    value = config.resolve("recall.episode_half_life_days", flags.all_saved(store), os.environ).value
+    try:
+        return float(value)
+    except ValueError:
+        return float(config.SETTINGS["recall.episode_half_life_days"].default)

@@ -47,7 +47,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marm.recall import bm25, dates, lexical
+from marm.recall import aging, bm25, dates, lexical
 from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
@@ -264,7 +264,8 @@ class Meaning:
 
 
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
-           semantic_only: bool = False, weights: Weights | None = None) -> list[Hit]:
+           semantic_only: bool = False, weights: Weights | None = None,
+           episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone)."""
     weights = weights or WEIGHTS
     names = names_in(query)
@@ -297,6 +298,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
     pool = scored[: limit * 2]
     seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
+    pool = aging.aged(pool, seen, now, episode_half_life_days)
     pool = below_its_highlights(pool, seen)
     pool = [(sc, mid) for sc, mid in pool[:limit] if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
     return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)

@@ -254,3 +254,39 @@ def test_compaction_folds_old_episodes_and_restores_them_byte_for_byte(shop):
     assert [e.action for e in history(person, episodes[0]).events][-2:] == ["memory.compact", "memory.restore"]
     hook.close()
 
+
+def test_episodes_age_in_ranking_and_other_memories_do_not(shop):
+    from datetime import datetime, timezone
+
+    from marm.ops.memory import recall
+    from marm.recall.aging import episode_age_weight
+    from marm.store import flags
+
+    work, person, ids = shop
+    hook = _ctx("hook:stop", work, session="s-age")
+    text = "Asked: how are webhook retries spaced?\nConcluded: Webhook retries back off exponentially, up to an hour."
+    old_episode = write_memory(hook, text, kind="episode", recorded_at="2025-06-01T00:00:00.000000Z").id
+    # (different words: two near-identical captures would be merged by the sweep)
+    new_episode = write_memory(hook, "Asked: what spacing do webhook retries use?\nConcluded: The retries "
+                               "back off exponentially and RETRY_CAP stops them at one hour.", kind="episode").id
+    old_fix = write_memory(hook, "FIX: webhook retries back off exponentially, up to an hour", kind="fix",
+                           recorded_at="2025-06-01T00:00:00.000000Z").id
+    old_note = write_memory(person, "Webhook retries back off exponentially, up to an hour, says the docs page",
+                            recorded_at="2025-06-01T00:00:00.000000Z").id
+    store = person.store()
+    now = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    get = lambda i: memories.get(store, i)  # noqa: E731
+    assert episode_age_weight(get(old_episode), now, 180) == 0.5  # a year old: half weight, no less
+    assert 0.5 < episode_age_weight(get(old_episode), datetime(2025, 9, 1, tzinfo=timezone.utc), 180) < 0.75
+    assert episode_age_weight(get(new_episode), now, 180) == 1.0
+    assert episode_age_weight(get(old_fix), now, 180) == 1.0 == episode_age_weight(get(old_note), now, 180)
+    drain.run(person, max_seconds=300)
+    found = recall(person, "webhook retry backoff", limit=6).results
+    ranked, aged = [r.id for r in found], {r.id: r.score for r in found}
+    assert ranked.index(new_episode) < ranked.index(old_episode)
+    assert ranked.index(old_fix) < ranked.index(old_episode) and old_note in ranked
+    flags.put(store, "recall.episode_half_life_days", "0")  # 0 switches ageing off
+    scores = {r.id: r.score for r in recall(person, "webhook retry backoff", limit=6).results}
+    assert abs(scores[old_episode] - 2 * aged[old_episode]) < 0.01
+    assert scores[old_fix] == aged[old_fix] and scores[new_episode] == aged[new_episode]
+    hook.close()
