@@ -254,3 +254,11 @@ def _fold(ctx: Ctx, fold: folding.Fold) -> Memory:
 def _view(fold: folding.Fold, summary: Memory | None = None) -> FoldView:
     return FoldView(fold.topic, fold.week, [m.id for m in fold.sources], fold.source_chars, len(fold.text),
                     summary.id if summary else None, fold.text)
+
+
+def briefing_marks(ctx: Ctx, found: list[Memory]) -> tuple[list[Memory], dict[int, str]]:
+    """For a briefing: ``found`` without the memories a newer one may reverse (a briefing
+    presents what is current), and a mark for each that may be stale or a duplicate."""
+    flagged = hygiene.open_flags(ctx.store(), [m.id for m in found])
+    kept = [m for m in found if not any(p.kind == "contradiction" for p in flagged.get(m.id, []))]
+    return kept, {mid: " [" + "; ".join(describe(p) for p in items) + "]" for mid, items in flagged.items()}
