@@ -3,9 +3,10 @@
 Episodes are kept nearly verbatim, so a store that captures every turn grows by
 hundreds of them a week; after a month what matters of them is what was asked, what
 was concluded and which files changed. A fold keeps, for each episode of a topic and
-ISO week, its question's first sentence, the first sentence of its conclusion and the
-sentence of it the highlight classifier is surest of; the fold lists the files they
-changed once. The rest is dropped from the summary (nothing is paraphrased). Highlights are memories of
+ISO week, its question's first sentence, the first sentences of its conclusion and the
+one the highlight classifier is surest of, without the sentences the highlights of the
+same session already hold (they stay memories of their own); the fold lists the files
+they changed once. The rest is dropped from the summary (nothing is paraphrased). Highlights are memories of
 their own and are never folded.
 
 The topic is the session the episodes come from: a session is one task on one
@@ -25,8 +26,11 @@ from marm.capture.highlights import highlights
 from marm.capture.sentences import sentences
 from marm.store.records import Memory
 
-#: Characters of one episode's lines in a summary (beyond: cut at a sentence).
-PER_EPISODE = 360
+#: Characters of one episode's question and of its conclusion in a summary.
+ASKED = 200
+CONCLUDED = 300
+#: Sentences of a conclusion a summary keeps (before those already kept elsewhere go).
+SENTENCES = 2
 FILES = 12
 
 
@@ -66,16 +70,21 @@ def _first(text: str) -> str:
     return next(iter(sentences(text)), text.strip().split("\n", 1)[0])
 
 
-def key_lines(episode: Memory) -> str:
-    """What an episode contributes to its summary (extractive, in its own words)."""
-    asked = _first(_field(episode.content, "Asked"))
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def key_lines(episode: Memory, elsewhere: str = "") -> str:
+    """What an episode contributes to its summary, in its own words: the question's
+    first sentence, the conclusion's first sentences and the one the highlight
+    classifier is surest of, leaving out sentences ``elsewhere`` already holds (the
+    highlights kept from the same session stay memories of their own)."""
+    asked = _cut(_first(_field(episode.content, "Asked")), ASKED)
     concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
-    kept = [_first(concluded)] if concluded else []
-    best = highlights([concluded], limit=1) if concluded else []
-    kept += [h.text for h in best if h.text not in kept]
-    body = " ".join(k for k in kept if k)
-    if len(body) > PER_EPISODE:
-        body = body[:PER_EPISODE].rsplit(". ", 1)[0].rstrip(".") + ". …"
+    said = list(sentences(concluded)) if concluded else []
+    kept = said[:SENTENCES]
+    kept += [h.text for h in (highlights([concluded], limit=1) if concluded else []) if h.text not in kept]
+    body = _cut(" ".join(k for k in kept if k and " ".join(k.split()) not in elsewhere), CONCLUDED)
     parts = [f"- {episode.recorded_at[:10]} asked: {asked}" if asked else f"- {episode.recorded_at[:10]}"]
     if body:
         parts.append(f"  concluded: {body}")
@@ -88,9 +97,13 @@ def files_changed(episodes: Iterable[Memory]) -> list[str]:
                               for f in _field(m.content, "Changed").split(",") if f.strip()))
 
 
-def plan(episodes: Iterable[Memory]) -> list[Fold]:
+def plan(episodes: Iterable[Memory], kept: Iterable[Memory] = ()) -> list[Fold]:
     """Group ``episodes`` by project, topic and week; a group of one is left as it is
-    (folding it would save little and lose its wording)."""
+    (folding it would save little and lose its wording). ``kept``: the other memories
+    of their sessions (highlights), whose sentences a summary need not repeat."""
+    elsewhere: dict[str | None, str] = {}
+    for m in kept:
+        elsewhere[m.session] = elsewhere.get(m.session, "") + "\n" + " ".join(m.content.split())
     groups: dict[tuple[str | None, str, str], list[Memory]] = {}
     for m in episodes:
         groups.setdefault((m.project, m.session or "-", week_of(m.valid_from or m.recorded_at)), []).append(m)
@@ -99,9 +112,10 @@ def plan(episodes: Iterable[Memory]) -> list[Fold]:
         if len(found) < 2:
             continue
         found.sort(key=lambda m: (m.recorded_at, m.id))
-        head = f"SUMMARY of {len(found)} episodes of session {topic}, week {week} (marm compact):"
+        head = f"SUMMARY of {len(found)} episodes, week {week} (marm compact):"
         files = files_changed(found)
         tail = ["Changed: " + ", ".join(files[:FILES]) + (f" and {len(files) - FILES} more" if len(files) > FILES else "")]
         folds.append(Fold(project, topic, week, tuple(found),
-                          "\n".join([head, *map(key_lines, found), *(tail if files else [])])))
+                          "\n".join([head, *(key_lines(m, elsewhere.get(m.session, "")) for m in found),
+                                     *(tail if files else [])])))
     return folds

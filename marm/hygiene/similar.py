@@ -37,6 +37,11 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+#: What a reversal is limited to, right after its object: "no longer use X *for the docs
+#: build*" reverses only a memory that says X is used for the docs build.
+_SCOPE = re.compile(r"\s+(?:for|in|on|within|at)\s+(?P<scope>(?:[\w./-]+\s+){0,5}?[\w./-]+)"
+                    r"(?=\s+(?:and|but|with|to|by|because|since|so|now|anymore)\b|[,.;:!?)\n]|$)", re.IGNORECASE)
+
 _ARTICLES = frozenset({"the", "a", "an", "our", "their", "its", "this", "that", "these", "those", "using", "use"})
 
 
@@ -69,6 +74,7 @@ def word_overlap(a: str, b: str) -> float:
 class Reversal:
     cue: str          # which cue ("replaced", ...)
     obj: str          # what stopped holding, as written
+    scope: str = ""   # what it stopped holding for ("for the docs build"), when said
 
 
 def reversals(text: str) -> list[Reversal]:
@@ -79,7 +85,8 @@ def reversals(text: str) -> list[Reversal]:
         for m in pattern.finditer(text):
             obj = m.group("obj").strip()
             if _object_words(obj):
-                found.append(Reversal(name, obj))
+                scope = _SCOPE.match(text, m.end())
+                found.append(Reversal(name, obj, scope.group("scope") if scope else ""))
     return found
 
 
@@ -89,14 +96,19 @@ def _object_words(obj: str) -> list[str]:
 
 def reverses(newer: str, older: str) -> Reversal | None:
     """The cue by which ``newer`` reverses ``older``: ``newer`` says X stopped holding and
-    ``older`` states X (its first content words) without saying so itself."""
+    ``older`` states X (its first content words) without saying so itself, and, when the
+    reversal names what X stopped being used for, at least half of those words."""
     older_words = words(older)
     older_cues = {r.obj.lower() for r in reversals(older)}
     for r in reversals(newer):
         if r.obj.lower() in older_cues:
             continue  # the older memory already says the same reversal
-        if all(w in older_words for w in _object_words(r.obj)):
-            return r
+        if not all(w in older_words for w in _object_words(r.obj)):
+            continue
+        scope = words(r.scope) - _ARTICLES
+        if scope and len(scope & older_words) * 2 < len(scope):
+            continue  # the same thing, for another purpose
+        return r
     return None
 
 

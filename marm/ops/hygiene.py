@@ -24,6 +24,7 @@ from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView, one_line
 from marm.store import hygiene, memories
 from marm.store.db import Store
+from marm.store.memories import Filter
 from marm.store.records import Memory
 
 
@@ -224,7 +225,10 @@ def compact(
     scope = ctx.project(project)
     cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     found = memories.get_many(store, hygiene.episodes_before(store, scope, cutoff))
-    folds = folding.plan(found.values())
+    sessions = {m.session for m in found.values()}
+    kept = [m for session in sessions for m in memories.recent(
+        store, Filter(project=scope, session=session), limit=2000) if m.kind != "episode"]
+    folds = folding.plan(found.values(), kept)
     if dry_run:
         return CompactResult(scope, True, days, [_view(f) for f in folds])
     done = []
