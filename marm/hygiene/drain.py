@@ -115,7 +115,8 @@ def _older_newer(a: Memory, b: Memory) -> tuple[Memory, Memory]:
     return (a, b) if (a.recorded_at, a.id) <= (b.recorded_at, b.id) else (b, a)
 
 
-def check(ctx: Ctx, memory: Memory, vecs: _Vectors, graph: concept_graph.Graph | None, counts: Counter[str]) -> None:
+def check(ctx: Ctx, memory: Memory, vecs: _Vectors, graph: concept_graph.Graph | None,
+          code: stale.Baselines, counts: Counter[str]) -> None:
     """Compare one new memory with its neighbours; queue or apply what it finds."""
     store = ctx.store()
     mine = vecs.of(memory)
@@ -145,7 +146,7 @@ def check(ctx: Ctx, memory: Memory, vecs: _Vectors, graph: concept_graph.Graph |
             continue
         _reversal(store, older, newer, cue, sorted(shared)[:5], meaning, counts)
     if memory.project is not None:
-        counts["code baselines"] += stale.baseline(ctx, memory)
+        counts["code baselines"] += code.add(memory)
 
 
 def _duplicate(store: Store, older: Memory, newer: Memory, meaning: float, counts: Counter[str]) -> None:
@@ -184,6 +185,7 @@ def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     upto = int(hygiene.mark(store, "checked_upto") or 0)
     vecs = _Vectors(ctx)
+    code = stale.Baselines(ctx)
     path = derived_path(ctx.home)
     graph = concept_graph.Graph.open(path) if path.exists() else None
     try:
@@ -193,12 +195,13 @@ def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
                 break
             for memory in memories.get_many(store, ids).values():
                 if memory.status in memories.VISIBLE_STATUSES:
-                    check(ctx, memory, vecs, graph, counts)
+                    check(ctx, memory, vecs, graph, code, counts)
                     counts["checked"] += 1
             upto = ids[-1]
             hygiene.set_mark(store, "checked_upto", str(upto))
         counts["flagged stale"] += stale.refresh(ctx)
     finally:
+        code.close()
         if graph is not None:
             graph.close()
     return dict(counts)

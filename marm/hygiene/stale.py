@@ -48,23 +48,40 @@ def _files_named(cg: CodeGraph, tree_id: int, memory: Memory) -> set[str]:
     return found
 
 
-def baseline(ctx: Ctx, memory: Memory) -> int:
-    """Keep the code state ``memory`` names (nothing when it names none); how many files."""
-    repos = _repos(ctx, memory.project)
-    if not repos or not code_graph.exists(ctx.home):
-        return 0
-    cg = CodeGraph.open(ctx.home)
-    try:
-        refs: list[hygiene.CodeRef] = []
-        for root in repos:
-            tree = cg.tree(root)
-            if tree is None:
-                continue
-            facts = cg.file_facts(tree.id, sorted(_files_named(cg, tree.id, memory)))
-            refs.extend(hygiene.CodeRef(memory.id, root, path, h, names, lines, now())
-                        for path, (h, lines, names) in facts.items())
-    finally:
-        cg.close()
+class Baselines:
+    """Keeps the code state new memories name, with one code-graph connection per sweep
+    (opened only once a memory of an indexed project comes by)."""
+
+    def __init__(self, ctx: Ctx) -> None:
+        self.ctx = ctx
+        self.repos: dict[str | None, list[str]] = {}
+        self.cg: CodeGraph | None = None
+
+    def close(self) -> None:
+        if self.cg is not None:
+            self.cg.close()
+
+    def add(self, memory: Memory) -> int:
+        """Keep the code state ``memory`` names (nothing when it names none); how many files."""
+        if memory.project not in self.repos:
+            self.repos[memory.project] = _repos(self.ctx, memory.project)
+        repos = self.repos[memory.project]
+        if not repos or not code_graph.exists(self.ctx.home):
+            return 0
+        if self.cg is None:
+            self.cg = CodeGraph.open(self.ctx.home)
+        return _keep(self.ctx, self.cg, repos, memory)
+
+
+def _keep(ctx: Ctx, cg: CodeGraph, repos: list[str], memory: Memory) -> int:
+    refs: list[hygiene.CodeRef] = []
+    for root in repos:
+        tree = cg.tree(root)
+        if tree is None:
+            continue
+        facts = cg.file_facts(tree.id, sorted(_files_named(cg, tree.id, memory)))
+        refs.extend(hygiene.CodeRef(memory.id, root, path, h, names, lines, now())
+                    for path, (h, lines, names) in facts.items())
     if refs:
         store = ctx.store()
         with store.write():
