@@ -77,9 +77,21 @@ class Reversal:
     scope: str = ""   # what it stopped holding for ("for the docs build"), when said
 
 
+def _statements(text: str) -> str:
+    """``text`` without its questions and without an episode's ``Asked:`` line: "should
+    we use X instead of Y?" asks, it reverses nothing."""
+    kept: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("Asked:"):
+            kept.extend(p for p in re.split(r"(?<=[.!?])\s+", line) if not p.rstrip().endswith("?"))
+    return "\n".join(kept)
+
+
 def reversals(text: str) -> list[Reversal]:
-    """Every reversal cue in ``text`` with its object (objects with no content word are
-    skipped: "replaced it with" names nothing an older memory could state)."""
+    """Every reversal cue the statements of ``text`` make, with its object (objects with
+    no content word are skipped: "replaced it with" names nothing an older memory could
+    state)."""
+    text = _statements(text)
     found = []
     for name, pattern in CUES:
         for m in pattern.finditer(text):

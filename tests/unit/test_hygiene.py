@@ -293,3 +293,15 @@ def test_episodes_age_in_ranking_and_other_memories_do_not(shop):
     assert abs(scores[old_episode] - 2 * aged[old_episode]) < 0.01
     assert scores[old_fix] == aged[old_fix] and scores[new_episode] == aged[new_episode]
     hook.close()
+
+
+def test_a_question_or_a_prompt_reverses_nothing():
+    from marm.hygiene.similar import reverses
+
+    older = "So the early return guard in db/seeds.rb is safe as-is."
+    asked = ("Asked: Since db/seeds.rb is a script, should we use next instead of return in the guard?\n"
+             "Concluded: The return guard is fine: Kernel#load permits a top-level return.")
+    assert reverses(asked, older) is None
+    assert reverses("Should we use next instead of the return guard?", older) is None
+    said = "Concluded: We use next instead of the return guard in db/seeds.rb now."
+    assert reverses(said, older) is not None  # the same cue, stated, still counts
