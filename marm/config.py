@@ -73,6 +73,11 @@ SETTINGS: dict[str, Setting] = {
                 "fastembed model id used for vectors", "MARM_EMBED_MODEL"),
         Setting("embed.download", "off", "allow fastembed to download a configured model",
                 "MARM_EMBED_DOWNLOAD", ON_OFF),
+        Setting("compact.older_than_days", "30", "`marm compact` folds episodes older than this "
+                "many days", "MARM_COMPACT_OLDER_THAN_DAYS"),
+        Setting("recall.episode_half_life_days", "180", "an episode's recall score halves over this "
+                "many days of age (highlights and hand-written memories do not age)",
+                "MARM_EPISODE_HALF_LIFE_DAYS"),
         Setting("session", "default", "the session new memories are tagged with", "MARM_SESSION"),
     )
 }
@@ -82,7 +87,7 @@ MAX_CONTENT_CHARS = 100_000
 
 
 #: Settings that only make sense for the whole machine: never per project or per file.
-GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session"})
+GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session", "recall.episode_half_life_days"})
 #: The file a repository carries at its root to opt out or in.
 PROJECT_FILE = ".marm.toml"
 

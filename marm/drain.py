@@ -32,7 +32,7 @@ HANDLER_MODULES: dict[str, str] = {
     "concepts": "marm.concepts.drain",
 }
 #: Modules exposing ``sweep(ctx, deadline) -> dict`` (a summary for the drain's result).
-SWEEP_MODULES: tuple[str, ...] = ("marm.code.drain",)
+SWEEP_MODULES: tuple[str, ...] = ("marm.code.drain", "marm.hygiene.drain")
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from pathlib import Path
 from marm.context import Ctx
 from marm.errors import MarmError
 from marm.hooks.event import HookEvent
+from marm.store.records import Memory
 
 #: Memories considered for a prompt before the relevance gate.
 RECALL_CANDIDATES = 10
@@ -54,6 +55,7 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     """A short briefing: active decisions and conventions, open problems, recent fixes,
     the active notebook."""
     from marm.hooks import inject
+    from marm.ops.hygiene import briefing_marks
     from marm.ops.memory import recent_memories
     from marm.ops.notebook import active_entries
     from marm.ops.results import one_line
@@ -62,11 +64,20 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
     if not _on(ctx, "inject"):
         return None
     project = ctx.project()
-    decisions = inject.briefed(recent_memories(ctx, project, BRIEF_POOL, kinds=("decision", "convention")),
-                               BRIEF_DECISIONS)
-    fixes = inject.briefed(recent_memories(ctx, project, BRIEF_POOL, kinds=("fix", "lesson")), BRIEF_FIXES)
+
+    def pool(kinds: tuple[str, ...]) -> list[Memory]:
+        # what the review queue says may be reversed is not briefed as current
+        kept, _ = briefing_marks(ctx, recent_memories(ctx, project, BRIEF_POOL, kinds=kinds))
+        return kept
+
+    decisions = inject.briefed(pool(("decision", "convention")), BRIEF_DECISIONS)
+    fixes = inject.briefed(pool(("fix", "lesson")), BRIEF_FIXES)
     doubted = recent_memories(ctx, project, BRIEF_DOUBTED, statuses=("doubted",))
     episodes = [] if decisions or fixes else recent_memories(ctx, project, BRIEF_EPISODES, kinds=("episode",))
+    _, marks = briefing_marks(ctx, [*decisions, *fixes, *doubted, *episodes])
+
+    def item(m: Memory) -> str:
+        return inject.item(m, limit=BRIEF_ITEM) + marks.get(m.id, "")
     sessions = dict.fromkeys(s for s in (ev.session_id, ctx.session()) if s)
     active = active_entries(ctx, sessions)
     return inject.fence(
@@ -75,11 +86,10 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
         "`marm recall QUERY` finds more.",
         [
             ("Active notebook entries:", [f"{e.name}: {one_line(e.content, 300)}" for e in active.values()]),
-            ("Decisions and conventions:", [inject.item(m, limit=BRIEF_ITEM) for m in decisions]),
-            ("Open problems (doubted; `marm restore ID` or `marm retract ID`):",
-             [inject.item(m, limit=BRIEF_ITEM) for m in doubted]),
-            ("Recent fixes and lessons:", [inject.item(m, limit=BRIEF_ITEM) for m in fixes]),
-            ("Recent work:", [inject.item(m, limit=BRIEF_ITEM) for m in episodes]),
+            ("Decisions and conventions:", [item(m) for m in decisions]),
+            ("Open problems (doubted; `marm restore ID` or `marm retract ID`):", [item(m) for m in doubted]),
+            ("Recent fixes and lessons:", [item(m) for m in fixes]),
+            ("Recent work:", [item(m) for m in episodes]),
         ],
         min(BRIEF_CHARS, _max_chars(ctx)),
     )

@@ -34,6 +34,10 @@ COMMANDS: dict[str, dict[str, str]] = {
         "forget": "Erase a memory's text for good (privacy): nothing can bring it back.",
         "history": "Every event of a memory, oldest first.",
     },
+    "marm.ops.hygiene": {
+        "review": "Review what the drain found: near-duplicates, reversed and possibly stale memories.",
+        "compact": "Fold old episodes into one summary memory per session and week.",
+    },
     "marm.ops.notebook": {
         "notebook": "Keep named, reusable instructions; `use` activates one for a session.",
         "sessions": "List sessions, most recently used first (* marks the active one).",

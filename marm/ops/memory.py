@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal
 
 from marm import recall as recall_lanes
 from marm.context import Ctx
 from marm.errors import BadInput, NotFound, Refused
+from marm.hygiene.flags import flags_for
 from marm.ops.params import AllProjects, ProjectOpt, SessionOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import MemoryView, one_line
@@ -295,7 +296,9 @@ def recall(
     flt = memory_filter(ctx, project=project, all_projects=all_projects, session=session,
                         kind=kind, as_of=as_of, include=include)
     outcome = recall_lanes.run(ctx.store(), query, flt, limit, mode)
-    views = [MemoryView.of(h.memory, detail, h.score, h.retrieval_mode) for h in outcome.hits]
+    flagged = flags_for(ctx.store(), [h.memory.id for h in outcome.hits])
+    views = [replace(MemoryView.of(h.memory, detail, h.score, h.retrieval_mode), flags=flagged.get(h.memory.id, []))
+             for h in outcome.hits]
     context = None
     if graph:
         from marm.concepts import walk  # start-up cost: only --graph reads the concept graph

@@ -46,6 +46,7 @@ class MemoryView:
     superseded_by: int | None = None
     score: float | None = None
     retrieval_mode: str | None = None
+    flags: list[str] = field(default_factory=list)  # open hygiene proposals: "may be stale: ..."
 
     @classmethod
     def of(
@@ -61,6 +62,7 @@ class MemoryView:
 
     def line(self) -> str:
         mark = "" if self.status == "active" else f" [{self.status}]"
+        mark += "".join(f" [{f}]" for f in self.flags)
         return f"#{self.id} {self.kind}{mark} {self.recorded_at[:10]} {display(self.project)}: {one_line(self.content)}"
 
 

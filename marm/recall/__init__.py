@@ -18,12 +18,14 @@ A process that loaded the model first embeds a small batch of pending memories
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
+from marm import config
 from marm.errors import BadInput, Unavailable
 from marm.recall import lexical
 from marm.recall.shape import literal_of, literals_in
-from marm.store import Store
+from marm.store import Store, flags
 from marm.store import memories as memory_store
 from marm.store.memories import Filter
 from marm.store.records import Hit
@@ -97,7 +99,8 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
         import logging
 
         logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only)
+    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only,
+                         episode_half_life_days=_half_life(store))
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 
@@ -126,3 +129,13 @@ def words(
     ranked.extend(Hit(m, 0.0, retrieval_mode) for m in rest.values())
     ranked.extend(Hit(m, score, retrieval_mode) for m, score in found if m.id not in only)
     return ranked[:limit]
+
+
+def _half_life(store: Store) -> float:
+    """``recall.episode_half_life_days`` as saved for the whole machine or in the
+    environment (recall sees the store, not the invocation's project settings)."""
+    value = config.resolve("recall.episode_half_life_days", flags.all_saved(store), os.environ).value
+    try:
+        return float(value)
+    except ValueError:
+        return float(config.SETTINGS["recall.episode_half_life_days"].default)

@@ -56,7 +56,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marm.recall import bm25, dates, diverse, lexical
+from marm.recall import aging, bm25, dates, diverse, lexical
 from marm.store import Store, mentions, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
@@ -289,7 +289,8 @@ class Meaning:
 
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None,
-           only: set[int] | None = None) -> list[Hit]:
+           only: set[int] | None = None,
+           episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone); ``only``
     (the memories holding a literal the query names) are raised by ``LITERAL_BOOST``."""
     weights = weights or WEIGHTS
@@ -326,6 +327,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
     pool = scored[: limit * 3]
     seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
+    pool = aging.aged(pool, seen, now, episode_half_life_days)
     pool = below_its_highlights(pool, seen)
     pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
     pool = [(sc, mid) for sc, mid in pool if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []

@@ -487,6 +487,19 @@ class CodeGraph:
             )
         }
 
+    def file_facts(self, tree_id: int, paths: Sequence[str]) -> dict[str, tuple[str | None, int, tuple[str, ...]]]:
+        """``{path: (content hash, lines, sorted qualified symbol names)}`` of those files
+        that are indexed: what a memory's staleness check compares between index runs."""
+        out: dict[str, tuple[str | None, int, tuple[str, ...]]] = {}
+        for path in dict.fromkeys(paths):
+            row = self.conn.execute("SELECT id, hash, lines FROM code_files WHERE tree_id = ? AND path = ?",
+                                    (tree_id, path)).fetchone()
+            if row is not None:
+                names = sorted({r[0] for r in self.conn.execute(
+                    "SELECT qname FROM code_symbols WHERE file_id = ? AND kind != 'module'", (row[0],))})
+                out[path] = (row[1], int(row[2]), tuple(names))
+        return out
+
     def touch_files(self, rows: Iterable[tuple[int, int, int]]) -> None:
         """Store a new (size, mtime) for files whose content did not change."""
         self.conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)

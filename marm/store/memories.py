@@ -274,3 +274,20 @@ def added_since(store: Store, mark: int, source: str) -> int:
     row = store.conn.execute("SELECT count(*) FROM memories WHERE id > ? AND source = ?",
                              (mark, source)).fetchone()
     return int(row[0])
+
+
+def add_metadata(store: Store, memory_id: int, key: str, value: Any, *, action: str,
+                 reason: str | None = None) -> Memory:
+    """Append ``value`` to the list at metadata ``key`` (e.g. the provenance of a duplicate
+    merged into this memory), with an event. The content is untouched. Call inside
+    ``store.write()``."""
+    assert store.in_transaction
+    before = get(store, memory_id)
+    assert before is not None
+    meta = dict(before.metadata)
+    meta[key] = [*meta.get(key, []), value]
+    store.conn.execute("UPDATE memories SET metadata = ? WHERE id = ?", (orjson.dumps(meta).decode(), memory_id))
+    events.append(store, action, "memory", memory_id, reason=reason, before_hash=before.content_hash,
+                  after_hash=before.content_hash, session=before.session, project=before.project,
+                  detail={key: value})
+    return get(store, memory_id)  # type: ignore[return-value]

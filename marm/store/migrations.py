@@ -336,6 +336,55 @@ def m006_project_settings(conn: sqlite3.Connection) -> None:
     )
 
 
+def m008_hygiene(conn: sqlite3.Connection) -> None:
+    """Keeping memory clean (issue 19): the review queue of near-duplicates, reversals
+    and code-stale memories, the code a memory named when it was checked, and the
+    hygiene sweep's position.
+
+    A queue row is keyed on values, not ids: (kind, hash_a, hash_b) is the pair's
+    content hashes (a duplicate's sorted; a reversal's older then newer; a stale
+    flag's memory hash and a hash of the code state it was flagged for), so a dismissal
+    still holds after an export and import gives the memories new ids, and the sweep
+    never proposes a dismissed pair again."""
+    _run(
+        conn,
+        """
+        CREATE TABLE hygiene_queue (
+            id          INTEGER PRIMARY KEY,
+            kind        TEXT NOT NULL CHECK (kind IN ('duplicate', 'contradiction', 'stale')),
+            project     TEXT,
+            old_id      INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            new_id      INTEGER REFERENCES memories(id) ON DELETE CASCADE,  -- NULL: stale
+            hash_a      TEXT NOT NULL,
+            hash_b      TEXT NOT NULL,
+            detail      TEXT NOT NULL DEFAULT '{}',
+            state       TEXT NOT NULL DEFAULT 'open'
+                        CHECK (state IN ('open', 'accepted', 'dismissed', 'auto')),
+            created_at  TEXT NOT NULL,
+            decided_at  TEXT,
+            UNIQUE (kind, hash_a, hash_b)
+        );
+        CREATE INDEX hygiene_queue_state ON hygiene_queue(state, project);
+        CREATE INDEX hygiene_queue_old ON hygiene_queue(old_id, state);
+        CREATE TABLE hygiene_code_refs (
+            memory_id   INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            repo        TEXT NOT NULL,             -- the indexed repository's root
+            path        TEXT NOT NULL,             -- a file the memory names (or holds a symbol it names)
+            file_hash   TEXT,                      -- the file's content hash when checked
+            symbols     TEXT NOT NULL,             -- JSON: the file's symbol names then
+            lines       INTEGER NOT NULL DEFAULT 0,
+            at          TEXT NOT NULL,
+            PRIMARY KEY (memory_id, repo, path)
+        ) WITHOUT ROWID;
+        CREATE INDEX hygiene_code_refs_file ON hygiene_code_refs(repo, path);
+        CREATE TABLE hygiene_marks (
+            name   TEXT PRIMARY KEY,               -- e.g. checked_upto, tree:<root>
+            value  TEXT NOT NULL
+        ) WITHOUT ROWID;
+        """,
+    )
+
+
 def m009_memory_dates(conn: sqlite3.Connection) -> None:
     """The dates a memory names, resolved at write time against its own date ("yesterday"
     in a memory of 4 October is 3 October): a recall naming a day finds the memories
@@ -362,6 +411,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_turn_journal,
     m005_sync,
     m006_project_settings,
+    m008_hygiene,
     m009_memory_dates,
 ]
 

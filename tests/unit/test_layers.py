@@ -11,7 +11,8 @@ cost, never a way to hide a cycle.
     faces      marm.hooks, marm.mcp_server, marm.install, marm.view
     ops        marm.ops (every other op, the registry, shared parameters and results),
                marm.importers (what ``marm import`` reads from other tools), marm.sync (replication)
-    parts      marm.capture, marm.recall, marm.concepts, marm.code, marm.embed, marm.drain
+    parts      marm.capture, marm.recall, marm.concepts, marm.code, marm.embed, marm.drain,
+               marm.hygiene (duplicates, reversals, staleness, compaction)
     context    marm.context (the invocation's Ctx)
     store      marm.store (the only SQL)
     base       marm (the package), marm.completion (shell shims), marm.config, marm.configfile,
@@ -28,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("marm.ops.agents", "marm.ops.serve", "marm.ops.view"),
     ("marm.hooks", "marm.mcp_server", "marm.install", "marm.view"),
     ("marm.ops", "marm.importers", "marm.sync"),
-    ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain"),
+    ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain",
+     "marm.hygiene"),
     ("marm.context",),
     ("marm.store",),
     ("=marm", "marm.completion", "marm.config", "marm.configfile", "marm.errors", "marm.redact", "marm.scope", "marm.text"),

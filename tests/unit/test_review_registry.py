@@ -67,7 +67,36 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "share": lambda s: {"project": "walk-project"},
     "sync": lambda s: {"name": _remote(s.cwd)},
     "backup": lambda s: {"file": str(s.cwd / "walk-backup.db")},
+    "review": lambda s: {"action": "dismiss", "item": _queued(s)},
+    "compact": lambda s: _old_episodes(s),
 }
+
+
+def _queued(s: Seeds) -> int:
+    """A review item (a proposed duplicate of the two active memories)."""
+    from marm.store import hygiene, memories
+
+    queuer = Ctx(cwd=s.cwd, env=dict(os.environ))
+    try:
+        store = queuer.store()
+        a, b = memories.get(store, s.first), memories.get(store, s.second)
+        with store.write():
+            item = hygiene.propose(store, "duplicate", a.project, b.id, a.id, a.content_hash, b.content_hash, {})
+        return item.id
+    finally:
+        queuer.close()
+
+
+def _old_episodes(s: Seeds) -> dict[str, Any]:
+    """Two episodes of one session, recorded two days ago: `marm compact` folds them."""
+    writer = Ctx(cwd=s.cwd, env=dict(os.environ))
+    try:
+        for n in (1, 2):
+            write_memory(writer, f"Asked: walk step {n}?\nConcluded: The walk took step {n}.", kind="episode",
+                         session="walk", recorded_at="2000-01-0%dT00:00:00.000000Z" % (n + 2))
+    finally:
+        writer.close()
+    return {"older_than": 1}
 
 
 def _remote(cwd: Path) -> str:
