@@ -114,11 +114,22 @@ def review(
 ) -> ReviewQueue:
     """Review what the drain found: near-duplicates, reversed and possibly stale memories.
 
-    `marm review` lists open items; `marm review accept 3` merges the duplicate,
-    supersedes the reversed memory or marks the stale one doubted (`marm restore ID`
-    undoes it); `marm review dismiss 3` keeps both, for good: a dismissal holds for the
-    texts (their content hashes), so the same pair is never proposed again. Captures by
-    hooks that repeat each other are merged without asking; what a person wrote never is.
+    Accepting an item merges the duplicate, supersedes the reversed memory or marks the
+    stale one doubted (restoring the memory undoes it); dismissing it keeps both, for
+    good: a dismissal holds for the texts (their content hashes), so the same pair is
+    never proposed again. Captures by hooks that repeat each other are merged without
+    asking; what a person wrote never is.
+
+    CLI:
+      `marm review` lists the open items; `marm restore ID` undoes an accepted one.
+    MCP:
+      `action` is list, accept or dismiss; accept and dismiss take the `item` number a
+      list gave; marm_restore undoes an accepted one.
+    Examples:
+      marm review
+      marm review --kind duplicate --json
+      marm review accept 3 --reason "same fix, logged twice"
+      marm review dismiss 4
     """
     store = ctx.store()
     scope = ctx.project(project)
@@ -211,10 +222,15 @@ def compact(
     """Fold old episodes into one summary memory per session and week.
 
     Extractive: each episode keeps its question, the first sentence of its conclusion,
-    the sentence most worth keeping and the files it changed. Highlights and hand-written
-    memories are never folded. The episodes stay in the store, superseded by the
-    summary (recall leaves them out); `marm compact --restore SUMMARY_ID` gives them
-    back unchanged. Example: `marm compact --older-than 60 --dry-run`.
+    the sentences most worth keeping and the files it changed. Highlights and
+    hand-written memories are never folded. The episodes stay in the store, superseded
+    by the summary (recall leaves them out); restoring a summary gives them back
+    unchanged.
+
+    Examples:
+      marm compact --dry-run
+      marm compact --older-than 60
+      marm compact --restore 120
     """
     if restore is not None:
         return _restore(ctx, restore)
