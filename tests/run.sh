@@ -6,6 +6,7 @@
 # - a virtual environment with the project and its test extra (pip);
 # - the pinned agent CLIs for tests/e2e (npm, into the git-ignored .agents/);
 # - a throwaway PostgreSQL cluster for tests/sync (a Unix socket, no TCP port), stopped on exit;
+# - the real MARM peer for the import test (pip, into a temporary venv, by the test itself);
 # then mypy over marm/ and pytest. A part that cannot be had makes its tests skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,4 +32,7 @@ if [ -f .ci/.pg-url ]; then
   export MARM_TEST_PG="$(cat .ci/.pg-url)"
   trap '.ci/postgres-stop' EXIT
 fi
+# The real MARM (marm-mcp-server from PyPI, ~90 packages, about two minutes) for the import
+# test against a store it wrote; MARM_TEST_PEER=0 skips it.
+export MARM_TEST_PEER="${MARM_TEST_PEER:-1}"
 python -m pytest -q "$@"

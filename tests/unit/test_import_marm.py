@@ -149,8 +149,9 @@ PEER_VERSION = "marm-mcp-server==2.60.1"
 @pytest.fixture(scope="session")
 def peer(tmp_path_factory):
     """marm-mcp-server installed from the package index into a venv of its own; it takes
-    about two minutes here, so only with MARM_TEST_PEER=1 (or MARM_TEST_PEER_BIN naming
-    an installed ``marm-mcp-stdio`` of that version)."""
+    about two minutes here, so only with MARM_TEST_PEER=1, which ``tests/run.sh`` (CI's
+    command) sets, or MARM_TEST_PEER_BIN naming an installed ``marm-mcp-stdio`` of that
+    version; it skips with pip's reason when the package cannot be installed."""
     if os.environ.get("MARM_TEST_PEER_BIN"):
         return Path(os.environ["MARM_TEST_PEER_BIN"])
     if os.environ.get("MARM_TEST_PEER") != "1":
