@@ -55,7 +55,7 @@ def embed(
     cfg = encoder_setup.settings(ctx.home, flags.all_saved(store), ctx.env)
     queued = deleted = 0
     if reindex:
-        deleted = vectors.delete_other_models(store, cfg.model)
+        deleted = vectors.delete_other_models(store, ctx.home, cfg.model)
         queued = vectors.enqueue_reindex(store, cfg.model, everything=all_memories)
     ok, detail = check(cfg)
     per_model = {m: n for m, _dim, _v, n in vectors.by_model(store)}

@@ -10,7 +10,9 @@
 model cannot be loaded, the meaning lanes answer from words with mode
 ``lexical_only`` and a note saying why; a recall never fails for want of a model.
 A process that loaded the model first embeds a small batch of pending memories
-(unless a drain is running), so the backlog shrinks as people use recall.
+(unless a drain is running), so the backlog shrinks as people use recall; the newest
+memories still waiting after that (a running drain holds them) are embedded for the
+query alone, so a memory written a moment ago never competes without its meaning.
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from marm.store.records import Hit
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 #: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
 EMBED_ON_RECALL = 16
+#: Memories still waiting for vectors after that (a drain holds them) that a recall
+#: embeds for itself, newest first, without storing them.
+FRESH_ON_RECALL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +64,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
             embed_backlog: bool = True) -> Outcome:
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
-    from marm.embed.drain import embed_pending, encoder_for
+    from marm.embed.drain import embed_pending, encoder_for, unstored
     from marm.recall import hybrid
 
     home = store.path.parent
@@ -68,14 +73,17 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
                        note=f"answered from words only: {exc.message}")
+    fresh = None
     try:
         if embed_backlog:
             embed_pending(store, home, encoder, EMBED_ON_RECALL)
+        fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
         import logging
 
         logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only)
+    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only,
+                         fresh=[fresh] if fresh is not None else [])
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 

@@ -243,3 +243,14 @@ def valid_between(store: Store, flt: Filter, start: str, end: str, limit: int) -
         f" WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
         f" AND coalesce(m.valid_from, m.recorded_at) < ? AND {where} ORDER BY m.id DESC LIMIT ?",
         [start, end, *args, limit])]
+
+
+def waiting_for_vectors(store: Store, flt: Filter, limit: int) -> list[tuple[int, str]]:
+    """(id, content) of the newest memories ``flt`` lets a recall see whose ``embed`` task
+    is still queued (claimed by a running drain or not): the memories a recall must
+    embed for itself, or a memory just written would compete without its meaning."""
+    where, args = flt.where()
+    return [(r[0], r[1]) for r in store.conn.execute(
+        f"SELECT m.id, m.content FROM outbox o JOIN memories m ON m.id = CAST(o.target AS INTEGER)"
+        f" WHERE o.kind = 'embed' AND o.state = 'pending' AND {where} ORDER BY o.id DESC LIMIT ?",
+        [*args, limit])]
