@@ -72,12 +72,10 @@ def _embed(encoder: embed.Encoder, todo: list[Memory]) -> list[tuple[Memory, lis
     return out
 
 
-def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
-                query: bool = False) -> embed.Encoder:
-    """Load the configured encoder (``Unavailable`` if it cannot be used); ``query`` picks
-    the engine that starts fastest, for processes that mostly embed queries."""
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> embed.Encoder:
+    """The process's encoder of the configured model (``Unavailable`` if it cannot be used)."""
     cfg = embed.settings(home, flags.all_saved(store), env if env is not None else os.environ)
-    return embed.load_for_query(cfg) if query else embed.load(cfg)
+    return embed.load(cfg)
 
 
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:

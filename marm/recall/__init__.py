@@ -33,6 +33,8 @@ EMBED_ON_RECALL = 16
 #: Memories still waiting for vectors after that (a drain holds them) that a recall
 #: embeds for itself, newest first, without storing them.
 FRESH_ON_RECALL = 8
+#: The same for a hook (``embed_backlog=False``), which has less time.
+FRESH_IN_HOOK = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +71,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
 
     home = store.path.parent
     try:
-        encoder = encoder_for(store, home, query=True)
+        encoder = encoder_for(store, home)
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only"),
                        note=f"answered from words only: {exc.message}")
@@ -77,7 +79,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     try:
         if embed_backlog:
             embed_pending(store, home, encoder, EMBED_ON_RECALL)
-        fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
+        fresh = unstored(store, encoder, flt, FRESH_ON_RECALL if embed_backlog else FRESH_IN_HOOK)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
         import logging
 
