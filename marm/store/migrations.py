@@ -407,7 +407,7 @@ def m007_vectors_once(conn: sqlite3.Connection) -> None:
                                   f" v.vector{select} ORDER BY v.rowid", args)
             while batch := cursor.fetchmany(2048):
                 data = b"".join(r[0].to_bytes(8, "little", signed=True) + r[5] for r in batch)
-                vecfile.append(fd, data)
+                vecfile.append(fd, data, durable=True)
                 conn.executemany(
                     "INSERT INTO vector_books (memory_id, model, chunk, dim, start_char, end_char,"
                     " content_hash, file_id, row) VALUES (?,?,?,?,?,?,?,?,?)",

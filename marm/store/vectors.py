@@ -8,7 +8,7 @@ character span, the content hash it was computed from and its row in the file.
 
 - **Writing** (``write``, inside ``store.write()``, so SQLite's write lock orders the
   writers of every process): cut the file back to its committed rows (a killed
-  writer's tail), append, fsync, then record the rows and the new count in the same
+  writer's tail), append, then record the rows and the new count in the same
   transaction. A new memory costs its own rows, never a rewrite of the file.
 - **Reading** (``load``): one query for the files in scope and their committed counts,
   then each file is mapped once per process; a reader never writes.
@@ -16,8 +16,9 @@ character span, the content hash it was computed from and its row in the file.
   commit (``retire``; ``purge`` for a forgotten memory, whose bookkeeping is already
   gone). A file with many such rows is rewritten as its next generation (``compact``).
 - **Derived**: the text is the truth. A file that is missing, foreign or short of its
-  committed rows is dropped with its bookkeeping and its memories are queued for
-  embedding again (``repair``, run by the drain). A backup holds ``marm.db`` only.
+  committed rows (a power loss before the page cache reached the disk) is dropped with
+  its bookkeeping and its memories are queued for embedding again (``repair``, run by
+  the drain). A backup holds ``marm.db`` only.
 """
 
 from __future__ import annotations
