@@ -4,10 +4,11 @@ SQLite keeps the pages a delete frees for its next inserts, so the file never sh
 after migration 7 moved the vector BLOBs out, after a compaction or after many
 forgets, free pages can be a large share of ``marm.db``. ``reclaim`` runs where no one
 waits for it (the end of a drain, under its lease; a forget): once free pages pass
-``RECLAIM_SHARE`` of the file and ``RECLAIM_MIN_BYTES``, it frees them, with
-``PRAGMA incremental_vacuum`` once the database is in incremental auto-vacuum mode, or
-else one ``VACUUM`` that also switches it to that mode (``auto_vacuum`` changes only
-through a VACUUM), so later reclaims are incremental.
+``RECLAIM_SHARE`` of the file and ``RECLAIM_MIN_BYTES``, it frees them with
+``PRAGMA incremental_vacuum``. A database is created in that mode (``core.connect``);
+one made before is switched by its first reclaim, a whole ``VACUUM`` (``auto_vacuum``
+changes only through one), which holds the write lock while it copies the database:
+writers wait for it that once (seconds at 100k memories), never again.
 """
 
 from __future__ import annotations
