@@ -186,13 +186,13 @@ print(time.perf_counter() - t, n)
     return statistics.median(times)
 
 
-def log_then_recall(home: Path, runs: int) -> tuple[list[float], list[float], int]:
+def log_then_recall(home: Path, runs: int) -> tuple[list[float], list[float], list[float], int]:
     """Whole ``marm log`` then whole ``marm recall --mode hybrid`` for what it wrote: wall
     times of each, and in how many runs the new memory came back first. The recall
-    embeds the new memory on its way (its vector is appended to the project's file)."""
+    embeds the new memory on its way (its vector is appended to the project's file).
+    Also the recalls' CPU seconds."""
     env = {**os.environ, "MARM_HOME": str(home)}
-    logs, recalls, first = [], [], 0
-    log_then_recall.cpu = []  # type: ignore[attr-defined]
+    logs, recalls, cpus, first = [], [], [], 0
     for i in range(runs):
         marker = f"quokka{i}zephyr{os.getpid()}"
         t = time.perf_counter()
@@ -205,15 +205,16 @@ def log_then_recall(home: Path, runs: int) -> tuple[list[float], list[float], in
                               "-p", "bench", "--json"], capture_output=True, text=True, env=env,
                              cwd=tempfile.gettempdir())
         recalls.append(time.perf_counter() - t)
-        log_then_recall.cpu.append(_child_cpu() - c)  # type: ignore[attr-defined]
+        cpus.append(_child_cpu() - c)
         results = json.loads(out.stdout)["results"]
         first += bool(results) and marker in results[0]["content"]
-    return logs, recalls, first
+    return logs, recalls, cpus, first
 
 
-def in_process(home: Path, rounds: int) -> tuple[float, float, float, int]:
+def in_process(home: Path, rounds: int) -> dict[str, float]:
     """p50 and p95 of in-process hybrid recall (model loaded), then p50 of a recall made
-    right after a write of what it looks for, and in how many of 20 that came first."""
+    right after a write of what it looks for, and in how many of 20 that came first;
+    CPU medians of both (every thread of the process: the worker's scan too)."""
     os.environ["MARM_HOME"] = str(home)
     from marm import recall
     from marm.context import Ctx
@@ -230,9 +231,8 @@ def in_process(home: Path, rounds: int) -> tuple[float, float, float, int]:
         t = time.perf_counter()
         out = recall.run(store, QUERIES[i % len(QUERIES)], flt, 5, "hybrid")
         lat.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)  # every thread of the process: the worker's scan too
+        cpu.append(time.process_time() - c)
         assert out.mode == "hybrid" and out.hits
-    in_process.cpu = statistics.median(cpu)  # type: ignore[attr-defined]
     fresh, fresh_cpu, first = [], [], 0
     for i in range(20):
         marker = f"zeta{i}quartz{os.getpid()}"
@@ -243,10 +243,11 @@ def in_process(home: Path, rounds: int) -> tuple[float, float, float, int]:
         fresh.append(time.perf_counter() - t)
         fresh_cpu.append(time.process_time() - c)
         first += bool(out.hits) and out.hits[0].memory.id == new
-    in_process.fresh_cpu = statistics.median(fresh_cpu)  # type: ignore[attr-defined]
     ctx.close()
     lat.sort()
-    return statistics.median(lat), lat[max(0, int(len(lat) * 0.95) - 1)], statistics.median(fresh), first
+    return {"p50": statistics.median(lat), "p95": lat[max(0, int(len(lat) * 0.95) - 1)],
+            "cpu": statistics.median(cpu), "fresh": statistics.median(fresh),
+            "fresh_cpu": statistics.median(fresh_cpu), "fresh_first": first}
 
 
 def main() -> int:
@@ -310,23 +311,22 @@ def measure(home: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
           f"(min {min(walls):.3f}s, max {max(walls):.3f}s); CPU median {statistics.median(cpus):.3f}s")
     results[f"cold_recall_s_{k}"] = round(med, 3)
     results[f"cold_recall_cpu_s_{k}"] = round(statistics.median(cpus), 3)
-    logs, recalls, first = log_then_recall(home, args.cold_runs)
+    logs, recalls, cpus, first = log_then_recall(home, args.cold_runs)
     print(f"  `marm log` then `marm recall --mode hybrid` of it: log median {statistics.median(logs):.3f}s,"
-          f" recall median {statistics.median(recalls):.3f}s; the new memory first in {first}/{len(recalls)}")
-    print(f"    (recall CPU median {statistics.median(log_then_recall.cpu):.3f}s)")  # type: ignore[attr-defined]
+          f" recall median {statistics.median(recalls):.3f}s (CPU {statistics.median(cpus):.3f}s);"
+          f" the new memory first in {first}/{len(recalls)}")
     results[f"log_s_{k}"] = round(statistics.median(logs), 3)
     results[f"recall_after_log_s_{k}"] = round(statistics.median(recalls), 3)
-    results[f"recall_after_log_cpu_s_{k}"] = round(statistics.median(log_then_recall.cpu), 3)  # type: ignore[attr-defined]
+    results[f"recall_after_log_cpu_s_{k}"] = round(statistics.median(cpus), 3)
     results[f"recall_after_log_first_{k}"] = first
-    p50, p95, fresh, fresh_first = in_process(home, args.rounds)
-    print(f"  in-process hybrid recall: p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms over {args.rounds}"
-          f" queries; right after a write: p50 {fresh * 1000:.1f} ms, the new memory first in {fresh_first}/20")
-    print(f"    (CPU medians: {in_process.cpu * 1000:.1f} ms a recall, {in_process.fresh_cpu * 1000:.1f} ms"  # type: ignore[attr-defined]
-          " right after a write)")
-    results.update({f"p50_ms_{k}": round(p50 * 1000, 2), f"p95_ms_{k}": round(p95 * 1000, 2),
-                    f"fresh_p50_ms_{k}": round(fresh * 1000, 2), f"fresh_first_{k}": fresh_first,
-                    f"cpu_p50_ms_{k}": round(in_process.cpu * 1000, 2),  # type: ignore[attr-defined]
-                    f"fresh_cpu_p50_ms_{k}": round(in_process.fresh_cpu * 1000, 2)})  # type: ignore[attr-defined]
+    r = in_process(home, args.rounds)
+    print(f"  in-process hybrid recall: p50 {r['p50'] * 1000:.1f} ms, p95 {r['p95'] * 1000:.1f} ms"
+          f" (CPU {r['cpu'] * 1000:.1f} ms) over {args.rounds} queries; right after a write: p50"
+          f" {r['fresh'] * 1000:.1f} ms (CPU {r['fresh_cpu'] * 1000:.1f} ms), the new memory first in"
+          f" {r['fresh_first']}/20")
+    results.update({f"p50_ms_{k}": round(r["p50"] * 1000, 2), f"p95_ms_{k}": round(r["p95"] * 1000, 2),
+                    f"cpu_p50_ms_{k}": round(r["cpu"] * 1000, 2), f"fresh_p50_ms_{k}": round(r["fresh"] * 1000, 2),
+                    f"fresh_cpu_p50_ms_{k}": round(r["fresh_cpu"] * 1000, 2), f"fresh_first_{k}": r["fresh_first"]})
     space = disk(home, n)
     print(f"  disk: marm.db {space['marm_db_mb']} MB, derived.db {space['derived_mb']} MB, vectors"
           f" {space['vectors_mb']} MB: {space['disk_mb']} MB, {space['bytes_per_memory']} bytes per memory")
