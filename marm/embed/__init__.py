@@ -138,7 +138,7 @@ class Encoder:
         self.model = model
         self._engine = engine
         self._np = np
-        self._tokenizer = _plain_tokenizer(engine)
+        self._tokenizer: Any = None  # built on the first ``spans`` (~45 ms a query process never needs)
         known = getattr(engine, "dim", None)  # else one probe (a query's worth of time)
         self.dim = int(known) if known else int(self.embed(["dimension probe"]).shape[1])
 
@@ -163,6 +163,8 @@ class Encoder:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of overlapping token windows covering ``text`` (one if it fits)."""
+        if self._tokenizer is None:
+            self._tokenizer = _plain_tokenizer(self._engine)
         offsets = [o for o in self._tokenizer.encode(text, add_special_tokens=False).offsets
                    if o[1] > o[0]]
         if len(offsets) <= WINDOW_TOKENS:
@@ -242,7 +244,7 @@ def last_failure(home: Path, model: str) -> str | None:
 
 def _load(cfg: Settings) -> Encoder:
     if cfg.model == DEFAULT_MODEL:
-        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home), models_dir(cfg.home)))
+        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home)))
     return Encoder(cfg.model, _fastembed(cfg))
 
 
@@ -282,14 +284,13 @@ class _OnnxEngine:
     mask, L2-normalise); a test holds its vectors equal to fastembed's. Queries, hooks,
     the MCP server and the drain all use it, so a process never holds two engines.
 
-    Session start is most of a cold recall's model cost: onnxruntime's basic graph
-    optimisation (without it the int8 graph runs ~3x slower a query) folds the weights
-    every time. The optimised graph is saved once under ``$MARM_HOME/models`` (derived
-    state, named by the onnxruntime version, trusted by its size and mtime like the
-    weights' check) and later sessions load it with optimisation off.
+    Basic graph optimisation: without it the int8 graph runs ~3x slower a query. (Saving
+    the optimised graph once and loading it with optimisation off was measured: session
+    start 0.133 -> 0.105 s of CPU, for a 90 MB file in every home, since the optimiser
+    folds the int8 weights into floats; not worth it.)
     """
 
-    def __init__(self, model_dir: Path, cache: Path) -> None:
+    def __init__(self, model_dir: Path) -> None:
         import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -301,36 +302,11 @@ class _OnnxEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        source = model_dir / "model.onnx"
-        optimised = cache / f"minilm-int8.optimised-ort{ort.__version__}.onnx"
-        stamp = optimised.with_suffix(".stamp")
-        if _stamp_holds(stamp, f"{_stamp(source)}\n{_stamp(optimised) if optimised.exists() else ''}"):
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-            self._session = ort.InferenceSession(str(optimised), options, providers=["CPUExecutionProvider"])
-        else:
-            self._session = self._optimise(ort, options, source, optimised, stamp)
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
+                                             providers=["CPUExecutionProvider"])
         width = self._session.get_outputs()[0].shape[-1]
         self.dim = width if isinstance(width, int) else None
-
-    @staticmethod
-    def _optimise(ort: Any, options: Any, source: Path, optimised: Path, stamp: Path) -> Any:
-        """A session on ``source`` with basic optimisation, saving the optimised graph."""
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
-        tmp = optimised.with_name(f"{optimised.name}.{os.getpid()}.tmp")
-        try:
-            optimised.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            options.optimized_model_filepath = str(tmp)
-        except OSError:
-            pass  # a read-only home optimises every time
-        session = ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-        try:
-            perms.private(tmp)
-            os.replace(tmp, optimised)
-            stamp.write_text(f"{_stamp(source)}\n{_stamp(optimised)}")
-            perms.private(stamp)
-        except OSError:
-            tmp.unlink(missing_ok=True)
-        return session
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> Any:
         np = self._np
@@ -343,13 +319,6 @@ class _OnnxEngine:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
-
-
-def _stamp_holds(path: Path, expected: str) -> bool:
-    try:
-        return path.read_text() == expected
-    except OSError:
-        return False
 
 
 def loaded(cfg: Settings) -> Encoder | None:
