@@ -33,8 +33,6 @@ EMBED_ON_RECALL = 16
 #: Memories still waiting for vectors after that (a drain holds them) that a recall
 #: embeds for itself, newest first, without storing them.
 FRESH_ON_RECALL = 8
-#: The same for a hook (``embed_backlog=False``), which has less time.
-FRESH_IN_HOOK = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +45,8 @@ class Outcome:
 def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
         embed_backlog: bool = True) -> Outcome:
     """Recall ``query`` in ``mode``; ``embed_backlog=False`` skips embedding pending
-    memories first (a hook has no time for it)."""
+    memories, stored or for the query alone (a hook has no time for it: its memories
+    not embedded yet are judged by their words)."""
     if mode not in MODES:
         raise BadInput(f"unknown recall mode {mode!r}; use one of {', '.join(MODES)}")
     if not query.strip():
@@ -79,7 +78,7 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     try:
         if embed_backlog:
             embed_pending(store, home, encoder, EMBED_ON_RECALL)
-        fresh = unstored(store, encoder, flt, FRESH_ON_RECALL if embed_backlog else FRESH_IN_HOOK)
+            fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
         import logging
 

@@ -131,6 +131,15 @@ class Rpc:
             return None
         return None
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far, every thread."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -284,15 +293,21 @@ def run_calls(subjects: list[Subject], args: argparse.Namespace, work: Path, say
                 out["marm"]["embed_backlog_s"], out["marm"]["embed_backlog_left"] = settle(rpc, args.settle)
                 say(f"[marm] waited {out['marm']['embed_backlog_s']} s after the last write for"
                     f" background embedding; {out['marm']['embed_backlog_left']} task(s) left")
+        cpu = {s.name: rpc.cpu_s() for s, rpc in zip(subjects, rpcs, strict=True)}
         for text in texts[args.memories:]:
             for s, rpc in zip(subjects, rpcs, strict=True):
                 logs[s.name].append(rpc.call(*s.log_args(text)))
         for s, rpc in zip(subjects, rpcs, strict=True):
             if s.name == "marm":
                 settle(rpc, args.settle)  # the timed writes are embedded before recalls, too
+            # CPU per write, embedding included (marm's background drain is done by now)
+            out[s.name]["log_cpu_ms"] = round((rpc.cpu_s() - cpu[s.name]) / args.calls * 1000, 1)
+            cpu[s.name] = rpc.cpu_s()
         for q in queries(args.calls):
             for s, rpc in zip(subjects, rpcs, strict=True):
                 recalls[s.name].append(rpc.call(*s.recall_args(q)))
+        for s, rpc in zip(subjects, rpcs, strict=True):
+            out[s.name]["recall_cpu_ms"] = round((rpc.cpu_s() - cpu[s.name]) / args.calls * 1000, 1)
         for i in range(args.pairs):
             for s, rpc in zip(subjects, rpcs, strict=True):
                 logged, seconds, any_hit, first = write_then_recall(rpc, s, i)
@@ -317,7 +332,7 @@ def run_calls(subjects: list[Subject], args: argparse.Namespace, work: Path, say
             f" {o['first_log_ms']} ms)")
         for what in ("log", "recall"):
             say(f"[{s.name}] {what:<6} p50 {o[what + '_p50_ms']} ms  p95 {o[what + '_p95_ms']} ms"
-                f"  ({args.calls} calls)")
+                f"  ({args.calls} calls; server CPU {o[what + '_cpu_ms']} ms a call)")
         say(f"[{s.name}] recall right after a write: p50 {o['fresh_recall_p50_ms']} ms"
             f"  p95 {o['fresh_recall_p95_ms']} ms; write + that recall p50 {o['pair_p50_ms']} ms"
             f" ({args.pairs} pairs; the new memory returned in {found[s.name][0]}, first in {found[s.name][1]})")
@@ -377,7 +392,7 @@ def main() -> None:
             result["ratios"] = {
                 k: round(result["marm"][k] / result["peer"][k], 3)
                 for k in ("start_s", "log_p50_ms", "log_p95_ms", "recall_p50_ms", "recall_p95_ms",
-                          "fresh_recall_p50_ms", "pair_p50_ms", "rss_mb")
+                          "fresh_recall_p50_ms", "pair_p50_ms", "log_cpu_ms", "recall_cpu_ms", "rss_mb")
                 if result["peer"].get(k) and result["marm"].get(k) is not None
             }
             say("marm / peer: " + ", ".join(f"{k} {v:.2f}x" for k, v in result["ratios"].items()))
