@@ -158,19 +158,23 @@ def main() -> None:
         results["pre-compact"] = time_runs("pre-compact", [
             {**base, "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""}] * n,
             env, repo)
-        log = home / "logs" / "drain.log"
-
         def wait_for_drain() -> None:
-            """Let the detached drain finish before the next run (it shares the 2 cores)."""
+            """Let the detached drain a session end started finish before the next run (it
+            shares the 2 cores): until nothing is queued and no drain holds the lease."""
+            import sqlite3
+
             deadline = time.monotonic() + 120
             while time.monotonic() < deadline:
-                done = log.read_text().count('"stopped"') if log.exists() else 0
-                if done >= wait_for_drain.expected:
+                conn = sqlite3.connect(home / "marm.db")
+                try:
+                    busy = conn.execute("SELECT (SELECT count(*) FROM outbox WHERE state = 'pending' AND kind = 'embed')"
+                                        " + (SELECT count(*) FROM leases)").fetchone()[0]
+                finally:
+                    conn.close()
+                if not busy:
                     break
                 time.sleep(0.05)
-            wait_for_drain.expected += 1
 
-        wait_for_drain.expected = 1
         # Only a small backlog, so each detached drain is short: the bench measures the hook.
         import sqlite3
 
