@@ -11,6 +11,9 @@ import sys
 
 
 def main() -> None:
+    # numpy's import starts an OpenBLAS thread per core, half its import time (~60 ms of
+    # CPU); marm does no BLAS work that needs them (vector scans use ``vecdot``).
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = sys.argv[1:]
     if args[:1] == ["hook"] and not {"-h", "--help"} & set(args):
         from marm.hooks.run import main as hook_main

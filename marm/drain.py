@@ -10,6 +10,11 @@ task again, and that must leave the same result, not a second one.
 Sweeps (``SWEEP_MODULES``) are periodic jobs that are not outbox tasks, such as
 re-indexing repositories that hooks marked dirty; they run after the tasks, in the
 time that is left, each under a lease of its own if it needs one.
+
+Upkeep of the store, also under the lease: first, vector files that lost committed
+rows are dropped and their memories queued again (``vectors.repair``); last, once the
+outbox is empty, files with many dead rows are compacted and the database's free
+pages reclaimed (``space.reclaim``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from marm.context import Ctx
-from marm.store import derived, leases, outbox, perms
+from marm.store import derived, leases, outbox, perms, space, vectors
 from marm.store.records import Task
 
 #: Outbox task kind -> module exposing ``HANDLER: Handler``.
@@ -90,6 +95,7 @@ def run(
     budget = limit if limit is not None else 10**12
     with leases.hold(store, ctx.home, "drain", holder=f"marm drain ({ctx.source})") as lease:
         outbox.release_orphans(store, kinds or list(HANDLER_MODULES))  # a killed drain's claims
+        vectors.repair(store, ctx.home)  # a vector file that lost rows: its memories are queued again
         for kind in kinds or list(HANDLER_MODULES):
             derived.requeue_after_move(store, ctx.home)  # a derived.db moved aside: rebuild it
             ks = summary.kinds.setdefault(kind, KindSummary())
@@ -112,6 +118,9 @@ def run(
                 except ModuleNotFoundError:
                     continue
                 summary.sweeps[module.rsplit(".", 2)[-2]] = sweep(ctx, deadline)
+        if summary.stopped == "empty":
+            vectors.compact(store, ctx.home)
+            space.reclaim(store)
     summary.seconds = round(time.monotonic() - started, 3)
     return summary
 

@@ -13,10 +13,10 @@ when ``embed.download`` is on. ``local_files_only=True`` otherwise, so a missing
 fails at once instead of retrying the network for ~40 s. Anything that goes wrong
 becomes ``Unavailable`` with the reason; callers fall back to the word lane.
 
-A process that mostly embeds queries (a recall) asks ``load_for_query``: for the
-default model that runs the same verified file directly on onnxruntime, because
-importing fastembed alone would cost most of a cold recall's second; a test holds the
-two engines' vectors equal.
+The default model runs directly on onnxruntime (``_OnnxEngine``), in every process
+(queries, hooks, the MCP server, the drain): importing fastembed alone would cost a
+cold recall about 0.4 s, and one engine per process means a process never holds two
+copies of the model. A test holds its vectors equal to fastembed's.
 
 Vectors are L2-normalised float32; every stored vector carries the model id and its
 dimension (``Encoder.model`` / ``Encoder.dim``).
@@ -138,8 +138,9 @@ class Encoder:
         self.model = model
         self._engine = engine
         self._np = np
-        self._tokenizer = _plain_tokenizer(engine)
-        self.dim = int(self.embed(["dimension probe"]).shape[1])
+        self._tokenizer: Any = None  # built on the first ``spans`` (~45 ms a query process never needs)
+        known = getattr(engine, "dim", None)  # else one probe (a query's worth of time)
+        self.dim = int(known) if known else int(self.embed(["dimension probe"]).shape[1])
 
     def embed(self, texts: Sequence[str]) -> Any:
         """An (n, dim) float32 array of L2-normalised vectors, in the order of ``texts``.
@@ -162,6 +163,8 @@ class Encoder:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of overlapping token windows covering ``text`` (one if it fits)."""
+        if self._tokenizer is None:
+            self._tokenizer = _plain_tokenizer(self._engine)
         offsets = [o for o in self._tokenizer.encode(text, add_special_tokens=False).offsets
                    if o[1] > o[0]]
         if len(offsets) <= WINDOW_TOKENS:
@@ -191,7 +194,7 @@ def _plain_tokenizer(engine: Any) -> Any:
     return tok
 
 
-_LOADED: dict[tuple[str, ...], Encoder] = {}
+_LOADED: dict[tuple[str, str], Encoder] = {}
 _FAILED: dict[tuple[str, str], str] = {}
 
 
@@ -240,6 +243,13 @@ def last_failure(home: Path, model: str) -> str | None:
 
 
 def _load(cfg: Settings) -> Encoder:
+    if cfg.model == DEFAULT_MODEL:
+        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home)))
+    return Encoder(cfg.model, _fastembed(cfg))
+
+
+def _fastembed(cfg: Settings) -> Any:
+    """fastembed's engine for ``cfg.model`` (the default model from the verified file)."""
     try:
         from fastembed import TextEmbedding
     except ImportError:
@@ -252,30 +262,32 @@ def _load(cfg: Settings) -> Encoder:
         pass
     cache = models_dir(cfg.home) / "fastembed"
     if cfg.model == DEFAULT_MODEL:
-        engine = TextEmbedding(DEFAULT_MODEL, specific_model_path=str(default_model_dir(cfg.home)),
-                               cache_dir=str(cache), threads=1, local_files_only=True)
-    else:
-        try:
-            engine = TextEmbedding(cfg.model, cache_dir=str(cache), threads=1,
-                                   local_files_only=not cfg.download)
-        except ValueError as exc:  # fastembed's "model not supported"
-            raise Unavailable(f"fastembed does not know the model {cfg.model!r}: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - not in the cache and downloads are off
-            hint = "" if cfg.download else " (downloads are off: `marm config set embed.download on`)"
-            raise Unavailable(f"the embedding model {cfg.model} is not available locally{hint}: "
-                              f"{type(exc).__name__}") from None
-    return Encoder(cfg.model, engine)
+        return TextEmbedding(DEFAULT_MODEL, specific_model_path=str(default_model_dir(cfg.home)),
+                             cache_dir=str(cache), threads=1, local_files_only=True)
+    try:
+        return TextEmbedding(cfg.model, cache_dir=str(cache), threads=1, local_files_only=not cfg.download)
+    except ValueError as exc:  # fastembed's "model not supported"
+        raise Unavailable(f"fastembed does not know the model {cfg.model!r}: {exc}") from None
+    except Exception as exc:  # noqa: BLE001 - not in the cache and downloads are off
+        hint = "" if cfg.download else " (downloads are off: `marm config set embed.download on`)"
+        raise Unavailable(f"the embedding model {cfg.model} is not available locally{hint}: "
+                          f"{type(exc).__name__}") from None
 
 
-class _QueryEngine:
-    """all-MiniLM-L6-v2 run directly on onnxruntime, for a process that embeds a query.
+class _OnnxEngine:
+    """all-MiniLM-L6-v2 run directly on onnxruntime: the one engine of the default model.
 
-    A cold ``marm recall`` must answer within about a second, and importing fastembed
-    alone takes most of that (it pulls in huggingface_hub, httpx, the image models).
-    This engine loads the same verified ``model.onnx`` and tokenizer files and does what
+    Importing fastembed alone costs a cold process about 0.4 s (it pulls in
+    huggingface_hub, httpx, the image models), so the default model does without it:
+    this engine loads the verified ``model.onnx`` and the tokenizer files and does what
     fastembed does for this model (truncate to 256 tokens, mean-pool over the attention
-    mask, L2-normalise); a test holds its vectors equal to fastembed's. The drain and
-    any other model go through fastembed.
+    mask, L2-normalise); a test holds its vectors equal to fastembed's. Queries, hooks,
+    the MCP server and the drain all use it, so a process never holds two engines.
+
+    Basic graph optimisation: without it the int8 graph runs ~3x slower a query. (Saving
+    the optimised graph once and loading it with optimisation off was measured: session
+    start 0.133 -> 0.105 s of CPU, for a 90 MB file in every home, since the optimiser
+    folds the int8 weights into floats; not worth it.)
     """
 
     def __init__(self, model_dir: Path) -> None:
@@ -290,11 +302,11 @@ class _QueryEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Basic graph optimisation: the int8 graph runs ~7x slower without it (23 ms
-        # against 3 ms a query), and the extended levels add session time, not speed.
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
                                              providers=["CPUExecutionProvider"])
+        width = self._session.get_outputs()[0].shape[-1]
+        self.dim = width if isinstance(width, int) else None
 
     def embed(self, texts: Sequence[str], batch_size: int = BATCH) -> Any:
         np = self._np
@@ -309,25 +321,6 @@ class _QueryEngine:
             yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
 
 
-def load_for_query(cfg: Settings) -> Encoder:
-    """An encoder for a process that mostly embeds queries: the lean engine for the
-    default model (unless this process already loaded fastembed's), else ``load``."""
-    if (cfg.model, str(cfg.home)) in _LOADED or cfg.model != DEFAULT_MODEL:
-        return load(cfg)
-    key = (cfg.model, str(cfg.home), "query")
-    if key not in _LOADED:
-        try:
-            _LOADED[key] = Encoder(cfg.model, _QueryEngine(default_model_dir(cfg.home)))
-        except Unavailable as exc:
-            _remember_failure(cfg, exc.message)
-            raise
-        except Exception as exc:  # noqa: BLE001 - any loader failure means "no meaning lane"
-            reason = f"the embedding model {cfg.model} could not be loaded: {type(exc).__name__}: {exc}"
-            _remember_failure(cfg, reason)
-            raise Unavailable(reason) from None
-    return _LOADED[key]
-
-
 def loaded(cfg: Settings) -> Encoder | None:
-    """The encoder if this process already loaded it (either engine), without loading it."""
-    return _LOADED.get((cfg.model, str(cfg.home))) or _LOADED.get((cfg.model, str(cfg.home), "query"))
+    """The encoder if this process already loaded it, without loading it."""
+    return _LOADED.get((cfg.model, str(cfg.home)))

@@ -10,8 +10,9 @@ before it in its session was tried and did not help recall on LoCoMo once the
 hybrid lane scores session neighbours by their words; it did cost throughput, so
 context is left to the recall side, ``recall.hybrid``.)
 
-After the last pending task the drain rebuilds the matrix files of the projects it
-touched (``store.vectors``), so a cold recall memory-maps one file per project.
+The vectors are appended to their project's file (``store.vectors``): a batch costs
+its own rows, never a rewrite, so a recall that embeds a new memory on its way stays
+a few milliseconds at any store size.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ from marm import embed
 from marm.context import Ctx
 from marm.drain import Handler
 from marm.errors import Busy
-from marm.store import Store, flags, leases, outbox, vectors
+from marm.store import Store, flags, leases, outbox, recall_reads, vectors
 from marm.store import memories as memory_store
+from marm.store.memories import Filter
 from marm.store.records import Memory, Task
 
 BATCH = 64
@@ -52,12 +54,10 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Ta
             except Exception as exc:  # noqa: BLE001 - recorded on its task
                 errors[task.id] = f"{type(exc).__name__}: {exc}"
     with store.write():
-        for m, chunks, matrix in plan:
-            vectors.replace(store, m.id, encoder.model, m.content_hash, chunks, matrix)
+        retired = vectors.write(store, home, encoder.model,
+                                [vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
         vectors.record_batch(store, encoder.model, [m.id for m, _, _ in plan])
-    if outbox.pending(store, "embed") <= len(tasks):
-        for project in vectors.projects_of(store, (m.id for m, _, _ in plan)):
-            vectors.rebuild(store, home, encoder.model, project)
+    vectors.retire(home, retired)
     return errors
 
 
@@ -72,12 +72,10 @@ def _embed(encoder: embed.Encoder, todo: list[Memory]) -> list[tuple[Memory, lis
     return out
 
 
-def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
-                query: bool = False) -> embed.Encoder:
-    """Load the configured encoder (``Unavailable`` if it cannot be used); ``query`` picks
-    the engine that starts fastest, for processes that mostly embed queries."""
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> embed.Encoder:
+    """The process's encoder of the configured model (``Unavailable`` if it cannot be used)."""
     cfg = embed.settings(home, flags.all_saved(store), env if env is not None else os.environ)
-    return embed.load_for_query(cfg) if query else embed.load(cfg)
+    return embed.load(cfg)
 
 
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
@@ -108,6 +106,20 @@ def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) 
             return len(tasks) - len(errors)
     except Busy:
         return 0
+
+
+def unstored(store: Store, encoder: embed.Encoder, flt: Filter, limit: int) -> tuple[Any, Any] | None:
+    """(ids, vectors) of the newest memories in scope still waiting for their vectors,
+    embedded now and kept in memory only: a recall scores a memory written a moment ago
+    by its meaning too, even while a drain holds the lease or has claimed its task.
+    Bounded: ``limit`` memories, each by its first token window."""
+    import numpy as np
+
+    waiting = recall_reads.waiting_for_vectors(store, flt, limit)
+    if not waiting:
+        return None
+    texts = [content[slice(*encoder.spans(content)[0])] for _, content in waiting]
+    return np.asarray([mid for mid, _ in waiting], dtype=np.int64), encoder.embed(texts)
 
 
 HANDLER = Handler("embed", BATCH, _process)

@@ -31,7 +31,7 @@ from marm.config import derived_path
 from marm.context import Ctx
 from marm.hygiene import actions, similar, stale
 from marm.recall.lexical import words as query_words
-from marm.store import concept_graph, hygiene, memories, recall_reads, vectors
+from marm.store import concept_graph, hygiene, memories, recall_reads, vecfile, vectors
 from marm.store.db import Store
 from marm.store.memories import Filter
 from marm.store.records import Memory
@@ -61,17 +61,14 @@ class _Vectors:
         self.parts: dict[str | None, list[tuple[Any, Any]]] = {}
 
     def of(self, memory: Memory) -> Any | None:
-        blobs = hygiene.vectors_of(self.ctx.store(), memory.id, self.model)
-        if not blobs:
-            return None
-        return self.np.stack([self.np.frombuffer(b, dtype="<f4") for b in blobs])
+        return vectors.of_memory(self.ctx.store(), self.ctx.home, self.model, memory.id)
 
     def nearest(self, memory: Memory, mine: Any, k: int) -> dict[int, float]:
         """{id: best-chunk cosine} of the ``k`` memories of the same project closest to ``mine``."""
         np = self.np
         if memory.project not in self.parts:
             self.parts[memory.project] = vectors.load(self.ctx.store(), self.ctx.home, self.model,
-                                                      int(mine.shape[1]), memory.project)
+                                                      int(mine.shape[1]), [memory.project])
         best: dict[int, float] = {}
         for ids, matrix in self.parts[memory.project]:
             if not len(ids):
@@ -80,7 +77,7 @@ class _Vectors:
             take = min(len(sims), k * 3 + 2)
             idx = np.argpartition(-sims, take - 1)[:take] if take < len(sims) else np.arange(len(sims))
             for mid, s in zip(ids[idx].tolist(), sims[idx].tolist(), strict=True):
-                if mid != memory.id and s > best.get(mid, -2.0):
+                if mid not in (memory.id, vecfile.DEAD) and s > best.get(mid, -2.0):
                     best[mid] = float(s)
         return dict(sorted(best.items(), key=lambda kv: -kv[1])[:k])
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from marm import install
 from marm.context import Ctx
 from marm.errors import BadInput
 from marm.hooks.event import AGENTS
@@ -112,6 +111,10 @@ def init(
       marm init --gemini --project
       marm init --claude --uninstall
     """
+    # start-up cost: the config writers import json5 and tomlkit (~80 ms), which every
+    # process that loads the registry (``marm mcp``) would otherwise pay
+    from marm import install
+
     if project and user:
         raise BadInput("choose --project or --user, not both")
     scope = "project" if project else "user"

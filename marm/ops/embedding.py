@@ -24,12 +24,16 @@ class EmbedResult:
     other_models: dict[str, int] = field(default_factory=dict)
     queued: int = 0                     # tasks queued by --reindex
     deleted_vectors: int = 0            # vectors of other models dropped by --reindex
+    vector_bytes: int = 0               # the vector files on disk (every model)
 
     def text(self) -> str:
         state = self.detail if self.available else f"{self.model} is unavailable: {self.detail}"
         lines = [f"model      {state}",
                  f"embedded   {self.embedded} of {self.memories} memories; {self.pending} pending"
                  + (f", {self.parked} parked" if self.parked else "")]
+        if self.vector_bytes:
+            per = self.vector_bytes // max(1, self.embedded + sum(self.other_models.values()))
+            lines.append(f"disk       {self.vector_bytes / 1e6:.1f} MB of vectors, {per} bytes per embedded memory")
         for model, n in self.other_models.items():
             lines.append(f"stale      {n} memories have vectors of {model} only "
                          "(`marm embed --reindex` replaces them)")
@@ -59,7 +63,7 @@ def embed(
     cfg = encoder_setup.settings(ctx.home, flags.all_saved(store), ctx.env)
     queued = deleted = 0
     if reindex:
-        deleted = vectors.delete_other_models(store, cfg.model)
+        deleted = vectors.delete_other_models(store, ctx.home, cfg.model)
         queued = vectors.enqueue_reindex(store, cfg.model, everything=all_memories)
     ok, detail = check(cfg)
     per_model = {m: n for m, _dim, _v, n in vectors.by_model(store)}
@@ -67,5 +71,5 @@ def embed(
     counts = outbox.counts(store).get("embed", {"pending": 0, "parked": 0})
     return EmbedResult(
         cfg.model, ok, detail, total, per_model.pop(cfg.model, 0), counts["pending"],
-        counts["parked"], per_model, queued, deleted,
+        counts["parked"], per_model, queued, deleted, vectors.disk_bytes(ctx.home),
     )

@@ -13,7 +13,9 @@
 model cannot be loaded, the meaning lanes answer from words with mode
 ``lexical_only`` and a note saying why; a recall never fails for want of a model.
 A process that loaded the model first embeds a small batch of pending memories
-(unless a drain is running), so the backlog shrinks as people use recall.
+(unless a drain is running), so the backlog shrinks as people use recall; the newest
+memories still waiting after that (a running drain holds them) are embedded for the
+query alone, so a memory written a moment ago never competes without its meaning.
 """
 
 from __future__ import annotations
@@ -35,6 +37,9 @@ MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 EMBED_ON_RECALL = 16
 #: A literal piece of a sentence held by this many memories says little and is not boosted.
 COMMON_LITERAL = 200
+#: Memories still waiting for vectors after that (a drain holds them) that a recall
+#: embeds for itself, newest first, without storing them.
+FRESH_ON_RECALL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +52,8 @@ class Outcome:
 def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
         embed_backlog: bool = True) -> Outcome:
     """Recall ``query`` in ``mode``; ``embed_backlog=False`` skips embedding pending
-    memories first (a hook has no time for it)."""
+    memories, stored or for the query alone (a hook has no time for it: its memories
+    not embedded yet are judged by their words)."""
     if mode not in MODES:
         raise BadInput(f"unknown recall mode {mode!r}; use one of {', '.join(MODES)}")
     if not query.strip():
@@ -83,24 +89,26 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
     ``only``: when given, these memories rank first (``holders``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
-    from marm.embed.drain import embed_pending, encoder_for
+    from marm.embed.drain import embed_pending, encoder_for, unstored
     from marm.recall import hybrid
 
     home = store.path.parent
     try:
-        encoder = encoder_for(store, home, query=True)
+        encoder = encoder_for(store, home)
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", only=only),
                        note=f"answered from words only: {exc.message}")
+    fresh = None
     try:
         if embed_backlog:
             embed_pending(store, home, encoder, EMBED_ON_RECALL)
+            fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
     except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
         import logging
 
         logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
     hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only,
-                         episode_half_life_days=_half_life(store))
+                         episode_half_life_days=_half_life(store), fresh=[fresh] if fresh is not None else [])
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 

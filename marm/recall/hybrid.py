@@ -51,6 +51,7 @@ nothing in them is specific to it.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -218,12 +219,8 @@ def _worker() -> ThreadPoolExecutor:
 
 
 def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[Part]:
-    projects = vectors.all_projects(store) if flt.all_projects else (
-        [None] if flt.project is None else [flt.project, None])
-    parts: list[Part] = []
-    for project in projects:
-        parts.extend(p for p in vectors.load(store, home, model, dim, project) if len(p[0]))
-    return parts
+    projects = None if flt.all_projects else ([None] if flt.project is None else [flt.project, None])
+    return [p for p in vectors.load(store, home, model, dim, projects) if len(p[0])]
 
 
 class Meaning:
@@ -236,11 +233,12 @@ class Meaning:
     ``top`` and ``of`` wait for the scores.
     """
 
-    def __init__(self, store: Store, home: Path, encoder: Encoder, query: str, flt: Filter) -> None:
+    def __init__(self, store: Store, home: Path, encoder: Encoder, query: str, flt: Filter,
+                 fresh: Sequence[Part] = ()) -> None:
         import numpy as np
 
         self.np = np
-        parts = _parts(store, home, encoder.model, encoder.dim, flt)
+        parts = [*_parts(store, home, encoder.model, encoder.dim, flt), *fresh]
         allowed = np.asarray(recall_reads.allowed_ids(store, flt), dtype=np.int64) if (
             flt.session is not None or flt.kind is not None or flt.as_of is not None) else None
         self._scores = _worker().submit(self._score, encoder, query, parts, allowed)
@@ -290,13 +288,16 @@ class Meaning:
 def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None,
            only: set[int] | None = None,
-           episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS) -> list[Hit]:
+           episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS,
+           fresh: Sequence[Part] = ()) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone); ``only``
-    (the memories holding a literal the query names) are raised by ``LITERAL_BOOST``."""
+    (the memories holding a literal the query names) are raised by ``LITERAL_BOOST``;
+    ``fresh``: vectors of memories not stored yet (``marm.embed.drain.unstored``), scored
+    like the rest."""
     weights = weights or WEIGHTS
     names = names_in(query)
     topic = without_names(lexical.without_exceptions(query), common_names(store, flt, names))
-    meaning = Meaning(store, home, encoder, topic, flt)  # scores on a worker meanwhile
+    meaning = Meaning(store, home, encoder, topic, flt, fresh)  # scores on a worker meanwhile
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
     now = datetime.now(timezone.utc)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from marm.errors import BadInput, StoreError
-from marm.store import core, events, outbox, perms
+from marm.store import core, events, outbox, perms, vectors
 from marm.store.db import Store, now
 from marm.store.migrations import SCHEMA_VERSION, migrate
 
@@ -108,8 +108,7 @@ def restore(store: Store, source: Path, derived_db: Path) -> tuple[Checked, Path
     store.conn.execute("PRAGMA journal_mode = WAL")
     store.conn.execute(f"PRAGMA application_id = {core.APPLICATION_ID}")
     migrate(store.conn)
-    for matrix in (store.path.parent / "vectors").glob("*/*.vec"):
-        matrix.unlink(missing_ok=True)
+    vectors.drop_all(store, store.path.parent)  # the backup's books name files it does not hold
     if derived_db.exists():
         from marm.store.concept_graph import Graph
 
@@ -121,6 +120,7 @@ def restore(store: Store, source: Path, derived_db: Path) -> tuple[Checked, Path
     with store.write():
         for (memory_id,) in store.conn.execute("SELECT id FROM memories").fetchall():
             outbox.enqueue(store, "concepts", memory_id, None)
+            outbox.enqueue(store, "embed", memory_id, None)
         events.append(store, "store.restore", "store", source.name, detail={
             "memories": checked.memories, "schema": checked.schema, "previous": aside.name})
     return checked, aside

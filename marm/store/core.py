@@ -79,6 +79,10 @@ def connect(path: Path, what: str = "database", marker: str = "memories") -> sql
 
     def configure(conn: sqlite3.Connection) -> None:
         set_busy_timeout(conn, BUSY_TIMEOUT_MS / 1000)
+        if conn.execute("PRAGMA page_count").fetchone()[0] == 0:
+            # A new file frees pages incrementally (``marm.store.space``); the mode can
+            # only be chosen before the first table, or later through a whole VACUUM.
+            conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
         _claim(conn, path, what, marker)
         mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
         if mode.lower() != "wal":

@@ -127,13 +127,6 @@ def memories_after(store: Store, mark_id: int, limit: int) -> list[int]:
         "SELECT id FROM memories WHERE id > ? ORDER BY id LIMIT ?", (mark_id, limit))]
 
 
-def vectors_of(store: Store, memory_id: int, model: str) -> list[bytes]:
-    """The float32 chunk vectors of one memory for ``model`` (little-endian BLOBs)."""
-    return [r[0] for r in store.conn.execute(
-        "SELECT vector FROM memory_vectors WHERE memory_id = ? AND model = ? ORDER BY chunk",
-        (memory_id, model))]
-
-
 # -- code baselines ----------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)

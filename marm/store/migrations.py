@@ -336,6 +336,99 @@ def m006_project_settings(conn: sqlite3.Connection) -> None:
     )
 
 
+def m007_vectors_once(conn: sqlite3.Connection) -> None:
+    """Each vector stored once: the values move from ``memory_vectors.vector`` BLOBs into
+    the append-only files (``marm.store.vecfile``), which the database keeps the books
+    of (``vector_files``; ``memory_vectors`` keeps the spans, the content hash and the
+    row). The matrix files that copied the BLOBs go.
+
+    The files are written and synced before this step commits: a crash before the
+    commit leaves the BLOBs in place and this step runs again. A database without a
+    file of its own (in memory) cannot hold the files: its vectors are dropped and
+    their memories queued for embedding again, so nothing is lost but time.
+    """
+    import os
+    from datetime import datetime, timezone
+    from pathlib import Path
+
+    from marm.store import vecfile
+
+    _run(
+        conn,
+        """
+        CREATE TABLE vector_files (
+            id          INTEGER PRIMARY KEY,
+            model       TEXT NOT NULL,
+            project     TEXT,                    -- NULL: global memories
+            dim         INTEGER NOT NULL,
+            generation  INTEGER NOT NULL DEFAULT 1,   -- a compaction writes the next one
+            rows        INTEGER NOT NULL DEFAULT 0    -- committed rows: readers map no more
+        );
+        CREATE UNIQUE INDEX vector_files_key ON vector_files(model, ifnull(project, char(0)));
+        CREATE TABLE vector_books (
+            memory_id     INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            model         TEXT NOT NULL,
+            chunk         INTEGER NOT NULL,
+            dim           INTEGER NOT NULL,
+            start_char    INTEGER NOT NULL,
+            end_char      INTEGER NOT NULL,
+            content_hash  TEXT NOT NULL,
+            file_id       INTEGER NOT NULL REFERENCES vector_files(id),
+            row           INTEGER NOT NULL,      -- its row in the file
+            PRIMARY KEY (memory_id, model, chunk)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_vectors_file ON vector_books(file_id, row);
+        """,
+    )
+    path = next((r[2] for r in conn.execute("PRAGMA database_list") if r[1] == "main"), "")
+    home = Path(path).parent if path else None
+    groups = conn.execute(
+        "SELECT v.model, m.project, v.dim FROM memory_vectors v JOIN memories m ON m.id = v.memory_id"
+        " GROUP BY v.model, m.project, v.dim ORDER BY v.model, m.project").fetchall()
+    for model, project, dim in groups:
+        select = (" FROM memory_vectors v JOIN memories m ON m.id = v.memory_id"
+                  " WHERE v.model = ? AND m.project IS ? AND v.dim = ?")
+        args = (model, project, dim)
+        taken = conn.execute("SELECT 1 FROM vector_files WHERE model = ? AND project IS ?",
+                             (model, project)).fetchone()
+        if home is None or taken:  # no place for files, or a second dimension of one model
+            stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            conn.execute("INSERT INTO outbox (kind, target, content_hash, created_at, updated_at)"
+                         " SELECT DISTINCT 'embed', CAST(m.id AS TEXT), m.content_hash, ?, ?"
+                         f"{select} ON CONFLICT (kind, target) DO NOTHING", (stamp, stamp, *args))
+            continue
+        file_id = conn.execute("INSERT INTO vector_files (model, project, dim) VALUES (?, ?, ?)",
+                               (model, project, dim)).lastrowid
+        target = vecfile.path_for(home, model, project, 1)
+        fd = vecfile.open_for_append(target, model, project, dim, 0)
+        row = 0
+        try:
+            cursor = conn.execute("SELECT v.memory_id, v.chunk, v.start_char, v.end_char, v.content_hash,"
+                                  f" v.vector{select} ORDER BY v.rowid", args)
+            while batch := cursor.fetchmany(2048):
+                data = b"".join(r[0].to_bytes(8, "little", signed=True) + r[5] for r in batch)
+                vecfile.append(fd, data, durable=True)
+                conn.executemany(
+                    "INSERT INTO vector_books (memory_id, model, chunk, dim, start_char, end_char,"
+                    " content_hash, file_id, row) VALUES (?,?,?,?,?,?,?,?,?)",
+                    [(r[0], model, r[1], dim, r[2], r[3], r[4], file_id, row + i) for i, r in enumerate(batch)])
+                row += len(batch)
+        finally:
+            os.close(fd)
+        conn.execute("UPDATE vector_files SET rows = ? WHERE id = ?", (row, file_id))
+    _run(
+        conn,
+        """
+        DROP TABLE memory_vectors;
+        ALTER TABLE vector_books RENAME TO memory_vectors;
+        """,
+    )
+    if home is not None:
+        for old in (home / "vectors").glob("*/*.vec"):  # the copies: ``<project>.vec``, no generation
+            if not old.stem.rpartition(".")[2].isdigit():
+                old.unlink(missing_ok=True)
+
+
 def m008_hygiene(conn: sqlite3.Connection) -> None:
     """Keeping memory clean (issue 19): the review queue of near-duplicates, reversals
     and code-stale memories, the code a memory named when it was checked, and the
@@ -411,6 +504,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m004_turn_journal,
     m005_sync,
     m006_project_settings,
+    m007_vectors_once,
     m008_hygiene,
     m009_memory_dates,
 ]

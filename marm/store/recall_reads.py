@@ -61,12 +61,12 @@ def indexed(store: Store) -> int:
 
 
 def word_stats(store: Store, terms: Sequence[str]) -> WordStats:
-    """(memories indexed, {term: memories containing it}) from the word index, for IDF."""
-    counts: dict[str, int] = {}
-    for term in terms:
-        counts[term] = int(store.conn.execute(
-            "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?", (phrase(term),)).fetchone()[0])
-    return WordStats(indexed(store), counts)
+    """(memories indexed, {term: memories containing it}) from the word index, for IDF:
+    one statement, however many terms."""
+    each = "".join(", (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)" for _ in terms)
+    row = store.conn.execute(f"SELECT (SELECT n FROM memory_count WHERE id = 1){each}",
+                             [phrase(t) for t in terms]).fetchone()
+    return WordStats(int(row[0] or 0), {t: int(n) for t, n in zip(terms, row[1:], strict=True)})
 
 
 def common_terms(store: Store, flt: Filter, terms: Sequence[str], share: float) -> list[str]:
@@ -243,3 +243,14 @@ def valid_between(store: Store, flt: Filter, start: str, end: str, limit: int) -
         f" WHERE coalesce(m.valid_from, m.recorded_at) >= ?"
         f" AND coalesce(m.valid_from, m.recorded_at) < ? AND {where} ORDER BY m.id DESC LIMIT ?",
         [start, end, *args, limit])]
+
+
+def waiting_for_vectors(store: Store, flt: Filter, limit: int) -> list[tuple[int, str]]:
+    """(id, content) of the newest memories ``flt`` lets a recall see whose ``embed`` task
+    is still queued (claimed by a running drain or not): the memories a recall must
+    embed for itself, or a memory just written would compete without its meaning."""
+    where, args = flt.where()
+    return [(r[0], r[1]) for r in store.conn.execute(
+        f"SELECT m.id, m.content FROM outbox o JOIN memories m ON m.id = CAST(o.target AS INTEGER)"
+        f" WHERE o.kind = 'embed' AND o.state = 'pending' AND {where} ORDER BY o.id DESC LIMIT ?",
+        [*args, limit])]

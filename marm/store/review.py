@@ -146,10 +146,11 @@ def forget(store: Store, memory: Memory, reason: str | None) -> None:
 def purge_derived(store: Store, memory_ids: list[int]) -> None:
     """What was derived from forgotten memories leaves with them, not at the next drain:
     their concept mentions (and entities only they named) and their rows in every vector
-    matrix file. Run after the forget committed; the queued ``concepts`` tasks then find
-    nothing left to do."""
+    file (zeroed in place). Run after the forget committed; the queued ``concepts`` tasks
+    then find nothing left to do. Free pages pass back to the file system once many
+    forgets have freed enough of them (``space.reclaim``)."""
     from marm import config
-    from marm.store import vectors
+    from marm.store import space, vectors
     from marm.store.concept_graph import Graph
 
     if not memory_ids:
@@ -165,6 +166,7 @@ def purge_derived(store: Store, memory_ids: list[int]) -> None:
                 graph.erase_memory(memory_id)
         finally:
             graph.close()
+    space.reclaim(store)
 
 
 def flush_wal(store: Store) -> bool:

@@ -1,41 +1,40 @@
-"""Vectors: the ``memory_vectors`` rows and the fast matrix files built from them.
+"""Vectors: one copy of each on disk, in append-only files the database keeps the books of.
 
-The database is the truth: one row per (memory, model, chunk) with the vector as a
-little-endian float32 BLOB, its dimension, its character span and the content hash it
-was computed from. A cold CLI process must not decode 100,000 BLOBs to answer one
-query, so the vectors of each (model, project) are also kept as one contiguous file
-under ``$MARM_HOME/vectors/<model>/``: a small JSON header, the memory ids (int64) and
-the float32 matrix, memory-mapped on read. The files are derived and disposable:
+The values live in one file per (model, project) (``marm.store.vecfile``: rows of a
+memory id and a float32 vector, memory-mapped on read). The database says which of
+those rows count: ``vector_files`` holds each file's dimension, generation and number of
+committed rows; ``memory_vectors`` one row per (memory, model, chunk) with its
+character span, the content hash it was computed from and its row in the file.
 
-- the drain rebuilds a project's file after it writes vectors there;
-- a file records the highest ``memory_vectors`` rowid it contains; a reader takes the
-  rows written since then from the database (the "delta"), so a file is never
-  trusted past what it saw; a file claiming rows the database does not have (a
-  restored database) or a wrong model/dimension is rebuilt, as is a missing one;
-- rows of deleted memories may linger in a file until its rebuild; recall only
-  returns memories the database still has, so they are never shown.
+- **Writing** (``write``, inside ``store.write()``, so SQLite's write lock orders the
+  writers of every process): cut the file back to its committed rows (a killed
+  writer's tail), append, then record the rows and the new count in the same
+  transaction. A new memory costs its own rows, never a rewrite of the file.
+- **Reading** (``load``): one query for the files in scope and their committed counts,
+  then each file is mapped once per process; a reader never writes.
+- **Replacing or forgetting**: the old rows are overwritten with zeros after the
+  commit (``retire``; ``purge`` for a forgotten memory, whose bookkeeping is already
+  gone). A file with many such rows is rewritten as its next generation (``compact``).
+- **Derived**: the text is the truth. A file that is missing, foreign or short of its
+  committed rows (a power loss before the page cache reached the disk) is dropped with
+  its bookkeeping and its memories are queued for embedding again (``repair``, run by
+  the drain). A backup holds ``marm.db`` only.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from marm.store import events, outbox, perms
+from marm.store import events, outbox, vecfile
 from marm.store.db import Store
 
-MAGIC = b"MARMVEC1"
-_HEAD = struct.Struct("<8sQ")           # magic, header length
-_ALIGN = 64
-#: A reader rebuilds a file whose delta has grown past this many rows.
-REBUILD_DELTA = 2000
+#: A file is rewritten when more than this share of its rows are dead (and at least ``COMPACT_MIN``).
+COMPACT_SHARE = 0.25
+COMPACT_MIN = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,36 +44,141 @@ class Chunk:
     end_char: int
 
 
-def replace(store: Store, memory_id: int, model: str, content_hash: str,
-            chunks: Sequence[Chunk], vectors: Any) -> None:
-    """Set the vectors of one memory for ``model`` (all chunks at once). Idempotent.
+@dataclass(frozen=True, slots=True)
+class Embedded:
+    """One memory's vectors for a model: its chunks and an (n, dim) array, one row each."""
 
-    Call inside ``store.write()``: deleting the old rows and inserting the new ones in
-    one transaction is what makes a re-run (after a killed drain) leave exactly one
-    vector per chunk.
+    memory_id: int
+    content_hash: str
+    chunks: Sequence[Chunk]
+    vectors: Any
+
+
+@dataclass(frozen=True, slots=True)
+class VectorFile:
+    """One file's books: where it is and how many of its rows are committed."""
+
+    id: int
+    model: str
+    project: str | None
+    dim: int
+    generation: int
+    rows: int
+
+    def path(self, home: Path) -> Path:
+        return vecfile.path_for(home, self.model, self.project, self.generation)
+
+
+@dataclass(frozen=True, slots=True)
+class Retired:
+    """Rows that no longer count, to be zeroed once the transaction that dropped them committed."""
+
+    rows: dict[int, list[int]]      # file id -> rows
+    files: dict[int, VectorFile]
+
+
+_FILE_COLUMNS = "id, model, project, dim, generation, rows"
+
+
+def _files(store: Store, where: str = "1", args: Sequence[Any] = ()) -> list[VectorFile]:
+    return [VectorFile(*r) for r in store.conn.execute(
+        f"SELECT {_FILE_COLUMNS} FROM vector_files WHERE {where} ORDER BY id", args)]
+
+
+def _file_for(store: Store, model: str, project: str | None, dim: int) -> VectorFile:
+    found = _files(store, "model = ? AND project IS ?", (model, project))
+    if found:
+        if found[0].dim != dim:
+            raise ValueError(f"vectors of {model} have mixed dimensions {found[0].dim} and {dim}")
+        return found[0]
+    cur = store.conn.execute("INSERT INTO vector_files (model, project, dim) VALUES (?, ?, ?)",
+                             (model, project, dim))
+    return VectorFile(int(cur.lastrowid or 0), model, project, dim, 1, 0)
+
+
+def write(store: Store, home: Path, model: str, batch: Sequence[Embedded]) -> Retired:
+    """Set the vectors of each memory in ``batch`` for ``model`` (all its chunks). Idempotent.
+
+    Call inside ``store.write()`` and pass the result to ``retire`` after the commit:
+    the rows a memory had before are dropped from the books here and zeroed there, so
+    a process killed in between leaves a duplicate (cleared by ``compact``), never a
+    memory without its vector.
     """
     assert store.in_transaction
-    store.conn.execute("DELETE FROM memory_vectors WHERE memory_id = ? AND model = ?", (memory_id, model))
-    dim = int(vectors.shape[1])
-    store.conn.executemany(
-        "INSERT INTO memory_vectors (memory_id, model, chunk, dim, start_char, end_char,"
-        " content_hash, vector) VALUES (?,?,?,?,?,?,?,?)",
-        [
-            (memory_id, model, c.chunk, dim, c.start_char, c.end_char, content_hash,
-             vectors[i].astype("<f4").tobytes())
-            for i, c in enumerate(chunks)
-        ],
-    )
+    ids = [e.memory_id for e in batch]
+    retired = _drop(store, model, ids)
+    project_of = _projects(store, ids)
+    groups: dict[str | None, list[Embedded]] = {}
+    for e in batch:
+        if e.memory_id in project_of and len(e.chunks):
+            groups.setdefault(project_of[e.memory_id], []).append(e)
+    import numpy as np
+
+    for project, items in groups.items():
+        dim = int(items[0].vectors.shape[1])
+        f = _file_for(store, model, project, dim)
+        matrix = np.concatenate([np.asarray(e.vectors, dtype=np.float32) for e in items])
+        owners = [e.memory_id for e in items for _ in e.chunks]
+        try:
+            fd = vecfile.open_for_append(f.path(home), model, project, dim, f.rows)
+        except ValueError:  # the file lost committed rows: start it again, re-embed its memories
+            _remove_files(home, [f])
+            f = _reset(store, f)[0]
+            fd = vecfile.open_for_append(f.path(home), model, project, dim, f.rows)
+        try:
+            vecfile.append(fd, vecfile.pack(owners, matrix))
+        finally:
+            os.close(fd)
+        at = f.rows
+        rows = []
+        for e in items:
+            for c in e.chunks:
+                rows.append((e.memory_id, model, c.chunk, dim, c.start_char, c.end_char, e.content_hash, f.id, at))
+                at += 1
+        store.conn.executemany(
+            "INSERT INTO memory_vectors (memory_id, model, chunk, dim, start_char, end_char,"
+            " content_hash, file_id, row) VALUES (?,?,?,?,?,?,?,?,?)", rows)
+        store.conn.execute("UPDATE vector_files SET rows = ? WHERE id = ?", (at, f.id))
+    return retired
+
+
+def _projects(store: Store, memory_ids: Sequence[int]) -> dict[int, str | None]:
+    out: dict[int, str | None] = {}
+    for start in range(0, len(memory_ids), 500):
+        part = list(memory_ids[start : start + 500])
+        out.update((r[0], r[1]) for r in store.conn.execute(
+            f"SELECT id, project FROM memories WHERE id IN ({','.join('?' * len(part))})", part))
+    return out
+
+
+def _drop(store: Store, model: str, memory_ids: Sequence[int]) -> Retired:
+    """Take the ``model`` rows of ``memory_ids`` off the books; return them for ``retire``."""
+    rows: dict[int, list[int]] = {}
+    for start in range(0, len(memory_ids), 500):
+        part = list(memory_ids[start : start + 500])
+        marks = ",".join("?" * len(part))
+        for file_id, row in store.conn.execute(
+                f"SELECT file_id, row FROM memory_vectors WHERE model = ? AND memory_id IN ({marks})",
+                [model, *part]):
+            rows.setdefault(file_id, []).append(row)
+        store.conn.execute(f"DELETE FROM memory_vectors WHERE model = ? AND memory_id IN ({marks})",
+                           [model, *part])
+    files = {f.id: f for f in _files(store, f"id IN ({','.join('?' * len(rows))})", list(rows))} if rows else {}
+    return Retired(rows, files)
+
+
+def retire(home: Path, retired: Retired) -> None:
+    """Zero the rows ``write`` took off the books (after its transaction committed)."""
+    for file_id, rows in retired.rows.items():
+        f = retired.files.get(file_id)
+        if f is not None:
+            vecfile.kill_rows(f.path(home), f.model, f.project, f.dim, rows)
 
 
 def record_batch(store: Store, model: str, memory_ids: Sequence[int]) -> None:
     """The audit event for one batch of vector writes (one event, not one per vector)."""
     events.append(store, "vectors.write", "vectors", model,
                   detail={"memories": list(memory_ids)[:200], "count": len(memory_ids)})
-
-
-def max_rowid(store: Store) -> int:
-    return int(store.conn.execute("SELECT coalesce(max(rowid), 0) FROM memory_vectors").fetchone()[0])
 
 
 def chunks_of(store: Store, memory_id: int, model: str) -> list[tuple[int, int, int, str]]:
@@ -91,14 +195,34 @@ def by_model(store: Store) -> list[tuple[str, int, int, int]]:
         " ORDER BY model")]
 
 
-def delete_other_models(store: Store, keep: str) -> int:
+def _remove_files(home: Path, files: Iterable[VectorFile]) -> None:
+    for f in files:
+        vecfile.forget_mapping(f.path(home))
+        f.path(home).unlink(missing_ok=True)
+
+
+def delete_other_models(store: Store, home: Path, keep: str) -> int:
     """Drop vectors of every model but ``keep`` (after a model change), with an event."""
     with store.write() as conn:
+        gone = _files(store, "model != ?", (keep,))
         n = conn.execute("DELETE FROM memory_vectors WHERE model != ?", (keep,)).rowcount
+        conn.execute("DELETE FROM vector_files WHERE model != ?", (keep,))
         if n:
             events.append(store, "vectors.delete", "vectors", keep, reason="model changed",
                           detail={"deleted": n, "kept_model": keep})
+    _remove_files(home, gone)
     return n
+
+
+def drop_all(store: Store, home: Path) -> None:
+    """Drop every vector and its books (a restored database's books name other files)."""
+    with store.write() as conn:
+        gone = _files(store)
+        conn.execute("DELETE FROM memory_vectors")
+        conn.execute("DELETE FROM vector_files")
+    _remove_files(home, gone)
+    for stray in (home / "vectors").glob("*/*.vec"):
+        stray.unlink(missing_ok=True)
 
 
 def memories_to_embed(store: Store, model: str, everything: bool) -> list[tuple[int, str]]:
@@ -111,158 +235,139 @@ def memories_to_embed(store: Store, model: str, everything: bool) -> list[tuple[
     return [tuple(r) for r in store.conn.execute(sql + " ORDER BY m.id")]
 
 
-def projects_of(store: Store, memory_ids: Iterable[int]) -> set[str | None]:
-    ids = list(dict.fromkeys(memory_ids))
-    out: set[str | None] = set()
-    for start in range(0, len(ids), 500):
-        part = ids[start : start + 500]
-        out.update(r[0] for r in store.conn.execute(
-            f"SELECT DISTINCT project FROM memories WHERE id IN ({','.join('?' * len(part))})", part))
-    return out
+def load(store: Store, home: Path, model: str, dim: int,
+         projects: Sequence[str | None] | None) -> list[tuple[Any, Any]]:
+    """[(memory ids, matrix), ...]: the committed rows of every ``model`` file of
+    ``projects`` (None: every project), memory-mapped. One query; nothing is written.
 
-
-def all_projects(store: Store) -> list[str | None]:
-    return [r[0] for r in store.conn.execute("SELECT DISTINCT project FROM memories")]
-
-
-def _rows(store: Store, model: str, project: str | None, after: int) -> tuple[Any, Any, int]:
-    """(memory ids, float32 matrix, highest rowid) of ``project``'s vectors with rowid > after."""
-    import numpy as np
-
-    rows = store.conn.execute(
-        "SELECT v.rowid, v.memory_id, v.dim, v.vector FROM memory_vectors v"
-        " JOIN memories m ON m.id = v.memory_id"
-        " WHERE v.model = ? AND v.rowid > ? AND m.project IS ? ORDER BY v.rowid",
-        (model, after, project),
-    ).fetchall()
-    dims = {r[2] for r in rows}
-    if len(dims) > 1:
-        raise ValueError(f"vectors of {model} have mixed dimensions {sorted(dims)}")
-    dim = dims.pop() if dims else 0
-    ids = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
-    matrix = np.frombuffer(b"".join(r[3] for r in rows), dtype="<f4").reshape(len(rows), dim) \
-        if rows else np.zeros((0, dim), dtype=np.float32)
-    return ids, matrix, max((r[0] for r in rows), default=after)
-
-
-def _slug(text: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in text)[-40:]
-    return f"{safe}-{hashlib.sha1(text.encode()).hexdigest()[:10]}"
-
-
-def matrix_path(home: Path, model: str, project: str | None) -> Path:
-    name = "_global" if project is None else _slug(project)
-    return home / "vectors" / _slug(model) / f"{name}.vec"
-
-
-def write_matrix(path: Path, header: dict[str, Any], ids: Any, matrix: Any) -> None:
-    """Write one matrix file atomically (temp file + rename)."""
-    import numpy as np
-
-    meta = orjson.dumps(header)
-    body_at = -(-(_HEAD.size + len(meta)) // _ALIGN) * _ALIGN
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    perms.private(path.parent.parent)  # ``vectors/``: mkdir(parents=True) made it with the umask's mode
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    with open(os.open(tmp, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o600), "wb") as f:
-        f.write(_HEAD.pack(MAGIC, len(meta)) + meta)
-        f.write(b"\0" * (body_at - _HEAD.size - len(meta)))
-        f.write(np.ascontiguousarray(ids, dtype="<i8").tobytes())
-        f.write(np.ascontiguousarray(matrix, dtype="<f4").tobytes())
-    os.replace(tmp, path)
-
-
-#: Matrix files this process has mapped: {path: (file identity, what ``read_matrix`` read)}.
-#: A file is only ever replaced whole (``write_matrix`` renames a new one over it), so a
-#: file with the same device, inode, size and mtime is the same file.
-_MAPPED: dict[Path, tuple[tuple[int, ...], tuple[dict[str, Any], Any, Any]]] = {}
-
-
-def read_matrix(path: Path) -> tuple[dict[str, Any], Any, Any] | None:
-    """(header, ids, memory-mapped matrix) of a matrix file, or None if absent or damaged.
-
-    Mapped once per process and file (a process answering many recalls would otherwise
-    re-read the header and re-map the file on each), from the opened file itself, so a
-    file renamed over it meanwhile cannot be mixed in.
+    Rows of replaced or forgotten vectors have the id ``vecfile.DEAD``; rows of deleted
+    memories may linger until a compaction, and recall only returns memories the
+    database still has. A file that cannot be read is left out (the drain repairs it).
     """
+    if projects is None:
+        files = _files(store, "model = ? AND dim = ? AND rows > 0", (model, dim))
+    else:
+        wanted = [p for p in projects if p is not None]
+        clause = f"project IN ({','.join('?' * len(wanted))})" if wanted else "0"
+        if None in projects:
+            clause = f"({clause} OR project IS NULL)"
+        files = _files(store, f"model = ? AND dim = ? AND rows > 0 AND {clause}", (model, dim, *wanted))
+    parts = []
+    for f in files:
+        found = vecfile.read(f.path(home), f.model, f.project, f.dim, f.rows)
+        if found is not None:
+            parts.append(found)
+    return parts
+
+
+def of_memory(store: Store, home: Path, model: str, memory_id: int) -> Any | None:
+    """The chunk vectors of one memory for ``model`` (chunks x dim, in chunk order), read
+    from its file's committed rows; None when it has none (or its file cannot be read)."""
     import numpy as np
 
-    try:
-        with open(path, "rb") as f:
-            st = os.fstat(f.fileno())
-            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
-            cached = _MAPPED.get(path)
-            if cached is not None and cached[0] == key:
-                return cached[1]
-            magic, length = _HEAD.unpack(f.read(_HEAD.size))
-            if magic != MAGIC or length > st.st_size:  # a damaged length must not read gigabytes
-                return None
-            header = orjson.loads(f.read(length))
-            n, dim = int(header["count"]), int(header["dim"])
-            body_at = -(-(_HEAD.size + length) // _ALIGN) * _ALIGN
-            if st.st_size != body_at + n * 8 + n * dim * 4:
-                return None
-            if n == 0:
-                found = (header, np.zeros(0, dtype=np.int64), np.zeros((0, dim), dtype=np.float32))
-            else:
-                found = (header, np.memmap(f, dtype="<i8", mode="r", offset=body_at, shape=(n,)),
-                         np.memmap(f, dtype="<f4", mode="r", offset=body_at + n * 8, shape=(n, dim)))
-    except (OSError, ValueError, KeyError, struct.error):
+    books = store.conn.execute(
+        "SELECT file_id, row FROM memory_vectors WHERE memory_id = ? AND model = ? ORDER BY chunk",
+        (memory_id, model)).fetchall()
+    if not books:
         return None
-    _MAPPED[path] = (key, found)
-    return found
-
-
-def rebuild(store: Store, home: Path, model: str, project: str | None) -> tuple[Any, Any]:
-    """Rebuild ``project``'s matrix file for ``model`` from the database; return (ids, matrix)."""
-    top = max_rowid(store)  # read first: rows added meanwhile are a later reader's delta
-    ids, matrix, _ = _rows(store, model, project, 0)
-    header = {"model": model, "project": project, "dim": int(matrix.shape[1]),
-              "count": int(len(ids)), "max_rowid": top}
-    try:
-        write_matrix(matrix_path(home, model, project), header, ids, matrix)
-    except OSError:
-        pass  # a read-only home still answers from memory
-    return ids, matrix
-
-
-def load(store: Store, home: Path, model: str, dim: int, project: str | None) -> list[tuple[Any, Any]]:
-    """[(memory ids, matrix), ...] of every ``model`` vector in ``project``: the file plus its delta.
-
-    Verified against the database: a file for another model or dimension, or one that
-    claims rows the database never had, is rebuilt; so is one whose delta is large.
-    The parts are returned separately so that a 100k-row file is never copied.
-    """
-    found = read_matrix(matrix_path(home, model, project))
-    top = max_rowid(store)
-    if (found is None or found[0].get("model") != model or found[0].get("project") != project
-            or (found[0]["count"] and found[0]["dim"] != dim) or found[0]["max_rowid"] > top):
-        return [rebuild(store, home, model, project)]
-    header, ids, matrix = found
-    if header["max_rowid"] == top:
-        return [(ids, matrix)]
-    d_ids, d_matrix, _ = _rows(store, model, project, int(header["max_rowid"]))
-    if len(d_ids) > REBUILD_DELTA or (len(d_ids) and d_matrix.shape[1] != dim):
-        return [rebuild(store, home, model, project)]
-    return [(ids, matrix), (d_ids, d_matrix)]
+    files = {f.id: f for f in _files(store, f"id IN ({','.join('?' * len(books))})", [b[0] for b in books])}
+    rows = []
+    for file_id, row in books:
+        f = files.get(file_id)
+        found = vecfile.read(f.path(home), f.model, f.project, f.dim, f.rows) if f is not None else None
+        if found is None or row >= len(found[0]) or int(found[0][row]) != memory_id:
+            return None
+        rows.append(found[1][row])
+    return np.stack(rows)
 
 
 def purge(store: Store, home: Path, memory_id: int) -> int:
-    """Rewrite every matrix file (any model, any project) that holds ``memory_id``'s rows,
-    from the database, where they are already gone; returns how many files were
-    rewritten. Run by ``forget`` so the vector leaves the disk in the same command."""
-    rewritten = 0
-    for path in sorted((home / "vectors").glob("*/*.vec")):
-        found = read_matrix(path)
+    """Zero every row of ``memory_id`` in every file (any model, any project); returns how
+    many files held one. Run by ``forget`` after its commit (which already dropped the
+    books), so the vector leaves the disk in the same command."""
+    touched = 0
+    for f in _files(store, "rows > 0"):
+        found = vecfile.read(f.path(home), f.model, f.project, f.dim, f.rows)
         if found is None:
             continue
-        header, ids, _ = found
-        if memory_id not in set(int(i) for i in ids):
+        rows = [int(r) for r in (found[0] == memory_id).nonzero()[0]]
+        if rows:
+            vecfile.kill_rows(f.path(home), f.model, f.project, f.dim, rows)
+            touched += 1
+    return touched
+
+
+def _reset(store: Store, f: VectorFile) -> tuple[VectorFile, int]:
+    """Drop ``f``'s books and queue its memories for embedding again (in the caller's
+    transaction); the file starts again empty, as its next generation. Returns it and
+    how many memories were queued."""
+    todo = store.conn.execute(
+        "SELECT DISTINCT m.id, m.content_hash FROM memory_vectors v JOIN memories m ON m.id = v.memory_id"
+        " WHERE v.file_id = ?", (f.id,)).fetchall()
+    store.conn.execute("DELETE FROM memory_vectors WHERE file_id = ?", (f.id,))
+    store.conn.execute("UPDATE vector_files SET rows = 0, generation = generation + 1 WHERE id = ?", (f.id,))
+    for memory_id, content_hash in todo:
+        outbox.enqueue(store, "embed", memory_id, content_hash)
+    events.append(store, "vectors.repair", "vectors", f.model,
+                  detail={"project": f.project, "queued": len(todo)})
+    return VectorFile(f.id, f.model, f.project, f.dim, f.generation + 1, 0), len(todo)
+
+
+def repair(store: Store, home: Path) -> int:
+    """Drop each file that lacks its committed rows (missing, foreign, cut short) with its
+    books, and queue its memories for embedding again; returns how many were queued.
+
+    For the drain, under its lease: a ``stat`` and a header read per file."""
+    queued = 0
+    for f in _files(store, "rows > 0"):
+        if vecfile.read(f.path(home), f.model, f.project, f.dim, f.rows) is not None:
             continue
-        _MAPPED.pop(path, None)
-        rebuild(store, home, str(header["model"]), header.get("project"))
-        rewritten += 1
-    return rewritten
+        with store.write():
+            queued += _reset(store, f)[1]
+        _remove_files(home, [f])
+    return queued
+
+
+def compact(store: Store, home: Path) -> int:
+    """Rewrite each file whose dead rows (replaced, forgotten, deleted) pass
+    ``COMPACT_SHARE`` as its next generation, live rows only; returns files rewritten.
+
+    The new file is written and synced first, then the books move to it in one
+    transaction, then the old file is removed: a kill at any point leaves the books
+    naming a whole file. Writers wait meanwhile (the write lock is held).
+    """
+    import numpy as np
+
+    done = 0
+    for f in _files(store, "rows > 0"):
+        live = int(store.conn.execute("SELECT count(*) FROM memory_vectors WHERE file_id = ?",
+                                      (f.id,)).fetchone()[0])
+        if f.rows - live < max(COMPACT_MIN, COMPACT_SHARE * f.rows):
+            continue
+        with store.write() as conn:
+            current = _files(store, "id = ?", (f.id,))[0]
+            found = vecfile.read(current.path(home), f.model, f.project, f.dim, current.rows)
+            if found is None:
+                continue  # ``repair``'s case
+            keep = conn.execute("SELECT memory_id, chunk, row FROM memory_vectors WHERE file_id = ?"
+                                " ORDER BY row", (f.id,)).fetchall()
+            old_rows = np.fromiter((r[2] for r in keep), dtype=np.int64, count=len(keep))
+            ids, matrix = found
+            nxt = VectorFile(f.id, f.model, f.project, f.dim, current.generation + 1, len(keep))
+            vecfile.write_whole(nxt.path(home), f.model, f.project, f.dim,
+                                vecfile.pack(ids[old_rows], matrix[old_rows]))
+            conn.executemany("UPDATE memory_vectors SET row = ? WHERE memory_id = ? AND model = ? AND chunk = ?",
+                             [(i, r[0], f.model, r[1]) for i, r in enumerate(keep)])
+            conn.execute("UPDATE vector_files SET rows = ?, generation = ? WHERE id = ?",
+                         (nxt.rows, nxt.generation, f.id))
+        _remove_files(home, [current])
+        done += 1
+    return done
+
+
+def disk_bytes(home: Path) -> int:
+    """Bytes of every vector file under ``home`` (for status and the benchmarks)."""
+    return sum(p.stat().st_size for p in (home / "vectors").glob("*/*.vec"))
 
 
 def enqueue_reindex(store: Store, model: str, everything: bool) -> int:

@@ -6,7 +6,8 @@ For each store size it fills a fresh MARM_HOME in process (through the same writ
 the CLI takes), then times `marm --help`, `marm log`, `marm recall --mode lexical` and
 `marm recall --mode exact` as separate processes and reports the median of the runs.
 If the MARM peer is installed (PEER, default /tmp/marm-peer), `marm-memory --help`
-is timed in the same run. Targets (2 cores): --help <= 0.15 s, log <= 0.15 s, lexical
+is timed in the same runs, interleaved with `marm --help` run by run, and the ratio
+printed (the peer has no other command to compare: it is an MCP server). Targets (2 cores): --help <= 0.15 s, log <= 0.15 s, lexical
 and exact recall <= 0.25 s at 10k. Ends with one JSON line.
 """
 
@@ -62,6 +63,26 @@ def median_of(runs: int, cmd_for_run, env, cwd) -> float:
     return statistics.median(timed(cmd_for_run(r), env, cwd) for r in range(runs))
 
 
+def help_figures(marm: str, env: dict[str, str], cwd: Path, runs: int) -> dict[str, float]:
+    """``marm --help``, and the peer's ``marm-memory --help`` interleaved with it run by run
+    (the same machine load for both) when the peer is installed: medians and their ratio."""
+    peer = Path(os.environ.get("PEER", "/tmp/marm-peer")) / "venv" / "bin" / "marm-memory"
+    ours, theirs = [], []
+    for _ in range(runs):
+        ours.append(timed([marm, "--help"], env, cwd))
+        if peer.exists():
+            theirs.append(timed([str(peer), "--help"], {**os.environ, "HOME": str(cwd)}, cwd))
+    figures = {"help_s": statistics.median(ours)}
+    if theirs:
+        figures["peer_help_s"] = statistics.median(theirs)
+        figures["help_ratio_vs_peer"] = figures["help_s"] / figures["peer_help_s"]
+        print(f"--help: marm {figures['help_s']:.3f} s, peer {figures['peer_help_s']:.3f} s"
+              f" ({figures['help_ratio_vs_peer']:.2f}x), interleaved over {runs} runs")
+    else:
+        print(f"peer: not installed at {peer.parent.parent} (PEER=...); marm's figures alone")
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="(the JSON line is always printed last)")
@@ -89,7 +110,7 @@ def main() -> None:
             env = {**os.environ, "MARM_HOME": str(home)}
             label = f"{n // 1000}k"
             if n == sizes[0]:
-                figures["help_s"] = median_of(args.runs, lambda r: [marm, "--help"], env, scratch)
+                figures.update(help_figures(marm, env, scratch, args.runs))
             figures[f"log_s_{label}"] = median_of(
                 args.runs, lambda r: [marm, "log", f"bench write {r} of the cache queue"], env, scratch)
             figures[f"recall_lexical_s_{label}"] = median_of(
@@ -97,11 +118,6 @@ def main() -> None:
                 env, scratch)
             figures[f"recall_exact_s_{label}"] = median_of(
                 args.runs, lambda r: [marm, "recall", "--mode", "exact", "MAX_RETRIES=42"], env, scratch)
-        peer = Path(os.environ.get("PEER", "/tmp/marm-peer")) / "venv" / "bin" / "marm-memory"
-        if peer.exists():
-            figures["peer_help_s"] = median_of(args.runs, lambda r: [str(peer), "--help"],
-                                               {**os.environ, "HOME": str(scratch)}, scratch)
-            figures["help_ratio_vs_peer"] = figures["help_s"] / figures["peer_help_s"]
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     targets = {"help_s": 0.15, "log_s_10k": 0.15, "recall_lexical_s_10k": 0.25, "recall_exact_s_10k": 0.25}

@@ -129,7 +129,8 @@ def measure(extractor, texts: list[str], repeat: int) -> dict:
 
 
 def drain_end_to_end(texts: list[str]) -> dict:
-    """Write the texts as memories into a scratch store and time ``marm drain`` on them."""
+    """Write the texts as memories into a scratch store and time ``marm drain`` on them.
+    The store is left for the recall step; the caller removes it (``home``)."""
     from marm import drain as drain_engine
     from marm.context import Ctx
     from marm.ops.memory import write_memory
@@ -144,7 +145,6 @@ def drain_end_to_end(texts: list[str]) -> dict:
     summary = drain_engine.run(ctx, kinds=["concepts"], sweeps=False, max_seconds=3600)
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     ctx.close()
-    shutil.rmtree(home, ignore_errors=True)
     done = summary.kinds["concepts"].done
     return {
         "home": home,
@@ -277,7 +277,10 @@ def main() -> None:
         f"= {drained['per_second']}/s wall, {drained['per_cpu_second']}/cpu-s "
         f"(store + extraction + graph writes)"
     )
-    wall = recall_wall(home, args.recall_runs)
+    try:
+        wall = recall_wall(home, args.recall_runs)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)  # 100k-scale scratch stores are large
     result["recall"] = wall
     print(
         f"recall    whole process median {wall['median_s']}s, max {wall['max_s']}s "

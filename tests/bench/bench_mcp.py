@@ -5,12 +5,13 @@
 
 Measures, per server: spawn to the first tools/list reply (median of --starts starts,
 the servers' starts interleaved so that both see the same machine load); then, with
---memories memories stored through the server's own log tool, p50/p95 of the log tool
-and of the recall tool over --calls calls each (client-side round trips,
-newline-delimited JSON-RPC), and --pairs recalls made right after a write of the
-memory they look for. marm's calls are timed in a settled session: its background
-drain has embedded the seed before the log calls, and those before the recall calls
-(the time the seed took is reported too). Targets for marm:
+both servers up and every call sent to each in turn, --memories memories stored
+through the server's own log tool, p50/p95 of the log tool and of the recall tool
+over --calls calls each (client-side round trips, newline-delimited JSON-RPC), and
+--pairs recalls made right after a write of the memory they look for (the pair, write
+plus recall, is the like-for-like figure: the peer embeds inside its log call, marm
+after it). marm's calls are timed in a settled session: its background drain has
+embedded the seed before the log calls, and those before the recall calls. Targets for marm:
 start <= 0.8 s, log p50 <= 5 ms, recall p50 <= 15 ms at 1,000 memories.
 
 The MARM peer (marm-mcp-server, set up by the peer recipe with an all-MiniLM-L6-v2
@@ -130,6 +131,15 @@ class Rpc:
             return None
         return None
 
+    def cpu_s(self) -> float:
+        """CPU seconds (user + system) the server process has used so far, every thread."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return float("nan")
+
     def close(self) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.close()
@@ -231,68 +241,102 @@ def settle(rpc: Rpc, limit: float, stalled_after: float = 15.0) -> tuple[float, 
     return round(time.perf_counter() - waited, 2), left
 
 
-def write_then_recall(rpc: Rpc, s: Subject, pairs: int) -> tuple[list[float], list[int] | None]:
-    """Write a memory, recall it at once: latency of that recall, and (marm) in how many
-    pairs the new memory came back at all / first. Nothing is settled in between."""
-    times, found = [], [0, 0]
-    for i in range(pairs):
-        marker = f"zeta{i}quartz"
-        rpc.call(*s.log_args(f"2026-12-01-fresh-NOTE: the {marker} flag guards the rollout"))
-        tool, arguments = s.recall_args(f"{marker} rollout flag")
-        result, seconds = rpc.request("tools/call", {"name": tool, "arguments": arguments})
-        times.append(seconds)
-        contents = [str(h.get("content", ""))
-                    for h in (result.get("structuredContent") or {}).get("results") or []]
-        found[0] += any(marker in c for c in contents)
-        found[1] += bool(contents) and marker in contents[0]
-    return times, found if s.name == "marm" else None
+def write_then_recall(rpc: Rpc, s: Subject, i: int) -> tuple[float, float, bool, bool]:
+    """Write a memory, recall it at once: (log seconds, recall seconds, whether the new
+    memory came back at all, whether first). Nothing is settled in between."""
+    marker = f"zeta{i}quartz"
+    logged = rpc.call(*s.log_args(f"2026-12-01-fresh-NOTE: the {marker} flag guards the rollout"))
+    tool, arguments = s.recall_args(f"{marker} rollout flag")
+    result, seconds = rpc.request("tools/call", {"name": tool, "arguments": arguments})
+    contents = [str(h.get("content", "")) for h in (result.get("structuredContent") or {}).get("results") or []]
+    if not contents:  # the peer answers in text content only
+        contents = [c.get("text", "") for c in result.get("content") or []]
+    return logged, seconds, any(marker in c for c in contents), bool(contents) and marker in contents[0]
 
 
-def run_calls(s: Subject, args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
-    """Seed --memories through the log tool, then time --calls log and recall calls."""
-    out: dict[str, Any] = {}
-    with open(work / f"{s.name}-stderr.log", "ab") as errlog:
-        rpc = s.spawn(errlog)
-        try:
+def run_calls(subjects: list[Subject], args: argparse.Namespace, work: Path, say: Any) -> dict[str, Any]:
+    """Both servers up at once, the same calls sent to each in turn (marm's, then the
+    peer's), so that both see the same machine load: seed --memories through the log
+    tool, then --calls log calls, --calls recalls, and --pairs writes each followed at
+    once by a recall of what it wrote.
+
+    marm's log returns before the memory is embedded (a background drain embeds it);
+    the peer embeds inside its log call. The like-for-like figure is the pair: a write
+    and a recall right after it, whose recall embeds marm's new memory, so both sides
+    store, embed the memory, embed the query and search.
+    """
+    out: dict[str, dict[str, Any]] = {s.name: {} for s in subjects}
+    logs: dict[str, list[float]] = {s.name: [] for s in subjects}
+    recalls: dict[str, list[float]] = {s.name: [] for s in subjects}
+    pairs: dict[str, list[float]] = {s.name: [] for s in subjects}
+    fresh: dict[str, list[float]] = {s.name: [] for s in subjects}
+    found: dict[str, list[int]] = {s.name: [0, 0] for s in subjects}
+    errlogs = [open(work / f"{s.name}-stderr.log", "ab") for s in subjects]  # noqa: SIM115 - closed below
+    rpcs = [s.spawn(e) for s, e in zip(subjects, errlogs, strict=True)]
+    try:
+        for rpc in rpcs:
             rpc.start()
-            texts = corpus(args.memories + args.calls)
-            seeded = time.perf_counter()
-            first = rpc.call(*s.log_args(texts[0]))  # includes any model load on first write
-            for i, text in enumerate(texts[1:args.memories], 1):
-                rpc.call(*s.log_args(text))
-                if i % 250 == 0:
-                    say(f"[{s.name}] seeded {i}/{args.memories}")
-            out["seed_s"] = round(time.perf_counter() - seeded, 2)
-            out["first_log_ms"] = round(first * 1000, 1)
+        texts = corpus(args.memories + args.calls)
+        seeded = {s.name: 0.0 for s in subjects}
+        for i, text in enumerate(texts[:args.memories]):
+            for s, rpc in zip(subjects, rpcs, strict=True):
+                t = rpc.call(*s.log_args(text))
+                seeded[s.name] += t
+                if i == 0:
+                    out[s.name]["first_log_ms"] = round(t * 1000, 1)  # includes any model load
+            if (i + 1) % 250 == 0:
+                say(f"seeded {i + 1}/{args.memories} on {', '.join(s.name for s in subjects)}")
+        for s, rpc in zip(subjects, rpcs, strict=True):
+            out[s.name]["seed_s"] = round(seeded[s.name], 2)
             if s.name == "marm":
                 # Measure a settled session: wait for the background drain to embed the seed.
-                out["embed_backlog_s"], out["embed_backlog_left"] = settle(rpc, args.settle)
-                say(f"[{s.name}] waited {out['embed_backlog_s']} s after the last write for"
-                    f" background embedding; {out['embed_backlog_left']} task(s) left"
-                    + (" (no progress: no encoder in this build?)" if out["embed_backlog_left"]
-                       else ""))
-            logs = [rpc.call(*s.log_args(t)) for t in texts[args.memories:]]
+                out["marm"]["embed_backlog_s"], out["marm"]["embed_backlog_left"] = settle(rpc, args.settle)
+                say(f"[marm] waited {out['marm']['embed_backlog_s']} s after the last write for"
+                    f" background embedding; {out['marm']['embed_backlog_left']} task(s) left")
+        cpu = {s.name: rpc.cpu_s() for s, rpc in zip(subjects, rpcs, strict=True)}
+        for text in texts[args.memories:]:
+            for s, rpc in zip(subjects, rpcs, strict=True):
+                logs[s.name].append(rpc.call(*s.log_args(text)))
+        for s, rpc in zip(subjects, rpcs, strict=True):
             if s.name == "marm":
                 settle(rpc, args.settle)  # the timed writes are embedded before recalls, too
-            recalls = [rpc.call(*s.recall_args(q)) for q in queries(args.calls)]
-            fresh, found = write_then_recall(rpc, s, args.pairs)
-            out["rss_mb"] = rpc.rss_mb()
-        finally:
+            # CPU per write, embedding included (marm's background drain is done by now)
+            out[s.name]["log_cpu_ms"] = round((rpc.cpu_s() - cpu[s.name]) / args.calls * 1000, 1)
+            cpu[s.name] = rpc.cpu_s()
+        for q in queries(args.calls):
+            for s, rpc in zip(subjects, rpcs, strict=True):
+                recalls[s.name].append(rpc.call(*s.recall_args(q)))
+        for s, rpc in zip(subjects, rpcs, strict=True):
+            out[s.name]["recall_cpu_ms"] = round((rpc.cpu_s() - cpu[s.name]) / args.calls * 1000, 1)
+        for i in range(args.pairs):
+            for s, rpc in zip(subjects, rpcs, strict=True):
+                logged, seconds, any_hit, first = write_then_recall(rpc, s, i)
+                pairs[s.name].append(logged + seconds)
+                fresh[s.name].append(seconds)
+                found[s.name][0] += any_hit
+                found[s.name][1] += first
+        for s, rpc in zip(subjects, rpcs, strict=True):
+            out[s.name]["rss_mb"] = rpc.rss_mb()
+    finally:
+        for rpc in rpcs:
             rpc.close()
-    for what, values in (("log", logs), ("recall", recalls), ("fresh_recall", fresh)):
-        out[f"{what}_p50_ms"] = round(pct(values, 50) * 1000, 2)
-        out[f"{what}_p95_ms"] = round(pct(values, 95) * 1000, 2)
-    say(f"[{s.name}] {args.memories} memories seeded in {out['seed_s']} s"
-        f" (first write {out['first_log_ms']} ms)")
-    for what in ("log", "recall"):
-        say(f"[{s.name}] {what:<6} p50 {out[what + '_p50_ms']} ms  p95 {out[what + '_p95_ms']} ms"
-            f"  ({args.calls} calls)")
-    say(f"[{s.name}] recall right after a write: p50 {out['fresh_recall_p50_ms']} ms"
-        f"  p95 {out['fresh_recall_p95_ms']} ms ({args.pairs} pairs"
-        + (f"; the new memory returned in {found[0]}, first in {found[1]})"
-           if found is not None else ")"))
-    out["fresh_recall_found"] = found
-    say(f"[{s.name}] server RSS {out['rss_mb']} MB")
+        for e in errlogs:
+            e.close()
+    for s in subjects:
+        o = out[s.name]
+        for what, values in (("log", logs), ("recall", recalls), ("fresh_recall", fresh), ("pair", pairs)):
+            o[f"{what}_p50_ms"] = round(pct(values[s.name], 50) * 1000, 2)
+            o[f"{what}_p95_ms"] = round(pct(values[s.name], 95) * 1000, 2)
+        o["fresh_recall_found"] = found[s.name]
+        say(f"[{s.name}] {args.memories} memories seeded ({o['seed_s']} s in log calls; first write"
+            f" {o['first_log_ms']} ms)")
+        for what in ("log", "recall"):
+            say(f"[{s.name}] {what:<6} p50 {o[what + '_p50_ms']} ms  p95 {o[what + '_p95_ms']} ms"
+                f"  ({args.calls} calls; server CPU {o[what + '_cpu_ms']} ms a call)")
+        say(f"[{s.name}] recall right after a write: p50 {o['fresh_recall_p50_ms']} ms"
+            f"  p95 {o['fresh_recall_p95_ms']} ms; write + that recall p50 {o['pair_p50_ms']} ms"
+            f" ({args.pairs} pairs; the new memory returned in {found[s.name][0]}, first in {found[s.name][1]})")
+        say(f"[{s.name}] server RSS {o['rss_mb']} MB")
     return out
 
 
@@ -312,6 +356,14 @@ def main() -> None:
                         help="most seconds to wait for marm's background embedding of the seed")
     args = parser.parse_args()
     stream = sys.stderr if args.json else sys.stdout
+    # Time marm as pip installs it: with byte-code compiled (an environment with
+    # PYTHONDONTWRITEBYTECODE would otherwise recompile marm in every server start).
+    import compileall
+
+    import marm as package
+
+    compileall.compile_dir(str(Path(package.__file__).parent), quiet=1)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
     def say(line: str) -> None:
         print(line, file=stream, flush=True)
@@ -328,8 +380,9 @@ def main() -> None:
         else:
             say("peer: skipped" + ("" if args.no_peer else f" (not installed at {args.peer})"))
         starts = measure_starts(subjects, args, work, say)
+        calls = run_calls(subjects, args, work, say)
         for s in subjects:
-            result[s.name] = {"start_s": starts[s.name], **run_calls(s, args, work, say)}
+            result[s.name] = {"start_s": starts[s.name], **calls[s.name]}
         result.setdefault("peer", None)
         result["load_after"] = os.getloadavg()[0]
         met = result["meets_targets"] = {k: result["marm"][k] <= v for k, v in TARGETS.items()}
@@ -339,10 +392,12 @@ def main() -> None:
             result["ratios"] = {
                 k: round(result["marm"][k] / result["peer"][k], 3)
                 for k in ("start_s", "log_p50_ms", "log_p95_ms", "recall_p50_ms", "recall_p95_ms",
-                          "fresh_recall_p50_ms", "rss_mb")
+                          "fresh_recall_p50_ms", "pair_p50_ms", "log_cpu_ms", "recall_cpu_ms", "rss_mb")
                 if result["peer"].get(k) and result["marm"].get(k) is not None
             }
             say("marm / peer: " + ", ".join(f"{k} {v:.2f}x" for k, v in result["ratios"].items()))
+            say("(log: marm embeds after the call, the peer inside it; pair: a write and the recall"
+                " right after it, the same work on both sides)")
         say(f"load average (1 min): {result['load_before']:.1f} before, "
             f"{result['load_after']:.1f} after")
     print(json.dumps(result, sort_keys=True), flush=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from marm.store import vecfile
 from tests.helpers import run_marm
 
 GONE = "Zorblax Quimbyfeld signed the Frobnicator contract in Vladivostok"
@@ -21,11 +22,19 @@ def _every_byte(home: Path) -> bytes:
 
 
 def _vectors(db: Path, memory_id: int) -> list[bytes]:
+    """The bytes of ``memory_id``'s vectors, read from the vector files the books name."""
     conn = sqlite3.connect(db)
     try:
-        return [r[0] for r in conn.execute("SELECT vector FROM memory_vectors WHERE memory_id = ?", (memory_id,))]
+        rows = conn.execute("SELECT f.model, f.project, f.dim, f.generation, f.rows, v.row FROM memory_vectors v"
+                            " JOIN vector_files f ON f.id = v.file_id WHERE v.memory_id = ?", (memory_id,)).fetchall()
     finally:
         conn.close()
+    out = []
+    for model, project, dim, generation, committed, row in rows:
+        found = vecfile.read(vecfile.path_for(db.parent, model, project, generation), model, project, dim, committed)
+        assert found is not None and found[0][row] == memory_id
+        out.append(found[1][row].tobytes())
+    return out
 
 
 @pytest.mark.slow

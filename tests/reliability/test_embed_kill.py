@@ -15,6 +15,7 @@ import pytest
 from marm import embed
 from marm.context import Ctx
 from marm.ops.memory import write_memory
+from marm.store import vecfile
 from tests.helpers import run_marm
 
 pytestmark = pytest.mark.slow
@@ -70,3 +71,21 @@ def test_kill_a_drain_mid_batch_then_drain_again(marm_home, tmp_path):
         assert n == distinct and lo == 0 and hi == n - 1  # one vector per chunk, no gaps
         assert n == len(encoder.spans(text_of[memory_id]))
     assert len(encoder.spans(texts[0])) > 1
+    # The vector files agree with their books: each chunk's row holds its memory's id
+    # and the vector of that chunk's text; a row the killed drain appended without
+    # committing was cut off, not kept as a second copy.
+    conn = sqlite3.connect(db)
+    books = conn.execute("SELECT v.memory_id, v.start_char, v.end_char, v.row, f.model, f.project, f.dim,"
+                         " f.generation, f.rows FROM memory_vectors v JOIN vector_files f ON f.id = v.file_id"
+                         " ORDER BY v.row").fetchall()
+    conn.close()
+    model, project, dim, generation, committed = books[0][4:]
+    path = vecfile.path_for(marm_home, model, project, generation)
+    file_ids, matrix = vecfile.read(path, model, project, dim, committed)
+    assert path.stat().st_size == vecfile.body_at(model, project, dim) + committed * vecfile.row_size(dim)
+    live = [int(i) for i in file_ids if i != vecfile.DEAD]
+    assert len(live) == len(books) == sum(r[1] for r in rows)  # one copy of each vector
+    sample = books[:: max(1, len(books) // 12)]
+    expected = encoder.embed([text_of[m][s:e] for m, s, e, *_ in sample])
+    for (memory_id, _s, _e, row, *_), vector in zip(sample, expected, strict=True):
+        assert file_ids[row] == memory_id and float(matrix[row] @ vector) > 0.999

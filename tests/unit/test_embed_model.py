@@ -120,13 +120,13 @@ def test_a_tampered_model_file_is_refused(ctx, tmp_path, monkeypatch):
         embed.verify_weights(ctx.home)
 
 
-def test_the_query_engine_matches_fastembed(ctx):
+def test_the_onnx_engine_matches_fastembed(ctx):
     import numpy as np
 
     cfg = embed.settings(ctx.home, {}, os.environ)
     texts = ["how do we stop charging customers twice", "idempotency keys on the payment webhook",
              "short", " ".join(["a longer memory that runs past the token window"] * 40)]
-    lean = embed.load_for_query(cfg).embed(texts)
-    full = embed.load(cfg).embed(texts)
+    lean = embed.load(cfg).embed(texts)
+    full = embed.Encoder(cfg.model, embed._fastembed(cfg)).embed(texts)
     assert lean.shape == full.shape == (4, 384)
     assert np.abs(lean - full).max() < 1e-4

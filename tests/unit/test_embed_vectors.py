@@ -1,4 +1,4 @@
-"""Vector rows and matrix files: idempotent replace, file + delta, verification, chunks."""
+"""Vector files and their books: idempotent replace, append-only writes, torn tails, repair, compaction, chunks."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 from marm import drain
 from marm.ops.memory import write_memory
 from marm.recall import bm25
-from marm.store import outbox, vectors
+from marm.store import outbox, vecfile, vectors
 from tests.embed_fake import MODEL, use_fake
 
 
@@ -16,15 +16,23 @@ def _vector_rows(store):
         "SELECT memory_id, chunk, count(*) FROM memory_vectors GROUP BY memory_id, chunk").fetchall()
 
 
-def test_replace_twice_leaves_one_vector_per_chunk(ctx, monkeypatch):
+def _write(store, home, memory_id, chunks, matrix, content_hash="h"):
+    with store.write():
+        retired = vectors.write(store, home, MODEL, [vectors.Embedded(memory_id, content_hash, chunks, matrix)])
+    vectors.retire(home, retired)
+
+
+def test_replace_twice_leaves_one_vector_per_chunk_and_zeroes_the_old_rows(ctx, monkeypatch):
     use_fake(monkeypatch, ctx)
     m = write_memory(ctx, "the cache is warmed at deploy time", project="p")
     store = ctx.store()
     chunks = [vectors.Chunk(0, 0, 10), vectors.Chunk(1, 5, 20)]
-    for _ in range(2):
-        with store.write():
-            vectors.replace(store, m.id, MODEL, "h", chunks, np.ones((2, 8), dtype=np.float32))
+    for value in (1.0, 2.0):
+        _write(store, ctx.home, m.id, chunks, np.full((2, 8), value, dtype=np.float32))
     assert _vector_rows(store) == [(m.id, 0, 1), (m.id, 1, 1)]
+    [(ids, matrix)] = vectors.load(store, ctx.home, MODEL, 8, ["p"])
+    assert ids.tolist() == [vecfile.DEAD, vecfile.DEAD, m.id, m.id]  # the old rows are zeros now
+    assert matrix[:2].tolist() == [[0.0] * 8] * 2 and matrix[2:].tolist() == [[2.0] * 8] * 2
 
 
 def test_drain_embeds_long_memories_in_overlapping_chunks(ctx, monkeypatch):
@@ -44,41 +52,82 @@ def test_drain_embeds_long_memories_in_overlapping_chunks(ctx, monkeypatch):
     assert outbox.pending(store, "embed") == 0
 
 
-def test_matrix_file_is_rebuilt_by_the_drain_and_extended_by_the_delta(ctx, monkeypatch):
+def test_a_new_memory_is_appended_and_nothing_else_is_rewritten(ctx, monkeypatch):
     fake = use_fake(monkeypatch, ctx)
     first = [write_memory(ctx, f"note number {i} about the payment service", project="p").id
              for i in range(5)]
     drain.run(ctx, kinds=["embed"], sweeps=False)
     store = ctx.store()
-    path = vectors.matrix_path(ctx.home, MODEL, "p")
-    header, ids, matrix = vectors.read_matrix(path)
-    assert sorted(ids.tolist()) == first and matrix.shape == (5, fake.dim)
-    assert header["max_rowid"] == vectors.max_rowid(store)
+    [f] = vectors._files(store)
+    path = f.path(ctx.home)
+    before = path.read_bytes()
+    inode = path.stat().st_ino
+    [(ids, matrix)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p", None])
+    assert ids.tolist() == first and matrix.shape == (5, fake.dim)
 
-    # Vectors written after the file (e.g. by a drain stopped before its rebuild) come
-    # back through the delta, without rewriting the file.
     late = write_memory(ctx, "a later note about the refund queue", project="p").id
-    with store.write():
-        vectors.replace(store, late, MODEL, "h", [vectors.Chunk(0, 0, 5)], fake.embed(["refund queue"]))
-    parts = vectors.load(store, ctx.home, MODEL, fake.dim, "p")
-    assert len(parts) == 2 and parts[1][0].tolist() == [late]
-    assert vectors.read_matrix(path)[0]["max_rowid"] == header["max_rowid"]
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    after = path.read_bytes()
+    assert path.stat().st_ino == inode and after[:len(before)] == before  # appended in place
+    assert len(after) - len(before) == vecfile.row_size(fake.dim)
+    [(ids, matrix)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p", None])
+    assert ids.tolist() == [*first, late]
+    assert np.allclose(matrix[-1], fake.embed(["a later note about the refund queue"])[0])
 
 
-def test_a_damaged_or_foreign_matrix_file_is_rebuilt(ctx, monkeypatch):
+def test_a_torn_tail_is_never_read_and_the_next_append_cuts_it(ctx, monkeypatch):
+    """What a writer killed between its append and its commit leaves: rows past the
+    committed count. Readers map only the committed rows; the next writer cuts the rest."""
     fake = use_fake(monkeypatch, ctx)
     ids = [write_memory(ctx, f"memory {i} on the deploy pipeline", project="p").id for i in range(3)]
     drain.run(ctx, kinds=["embed"], sweeps=False)
     store = ctx.store()
-    path = vectors.matrix_path(ctx.home, MODEL, "p")
-    path.write_bytes(path.read_bytes()[:-7])  # truncated
-    [(got, matrix)] = vectors.load(store, ctx.home, MODEL, fake.dim, "p")
+    [f] = vectors._files(store)
+    with open(f.path(ctx.home), "ab") as out:  # an uncommitted row and a half
+        out.write(vecfile.pack([999], np.ones((1, fake.dim), dtype=np.float32)) + b"\x01" * 100)
+    [(got, _)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p"])
+    assert got.tolist() == ids
+    late = write_memory(ctx, "one more about the deploy pipeline", project="p").id
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    [(got, _)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p"])
+    assert got.tolist() == [*ids, late]
+    assert f.path(ctx.home).stat().st_size == vecfile.body_at(MODEL, "p", fake.dim) + 4 * vecfile.row_size(fake.dim)
+
+
+def test_a_damaged_file_is_dropped_and_its_memories_embedded_again(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    ids = [write_memory(ctx, f"memory {i} on the deploy pipeline", project="p").id for i in range(3)]
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    [f] = vectors._files(store)
+    f.path(ctx.home).write_bytes(f.path(ctx.home).read_bytes()[:-7])  # cut short of its committed rows
+    assert vectors.load(store, ctx.home, MODEL, fake.dim, ["p"]) == []  # a reader skips it, writes nothing
+    assert vectors.repair(store, ctx.home) == 3
+    assert outbox.pending(store, "embed") == 3
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    [(got, _)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p"])
     assert sorted(got.tolist()) == ids
-    # A file claiming rows the database never had (say, a restored older database).
-    header, f_ids, f_matrix = vectors.read_matrix(path)
-    vectors.write_matrix(path, {**header, "max_rowid": header["max_rowid"] + 100}, f_ids[:1], f_matrix[:1])
-    [(got, _)] = vectors.load(store, ctx.home, MODEL, fake.dim, "p")
-    assert sorted(got.tolist()) == ids
+    assert [p.name for p in f.path(ctx.home).parent.iterdir()] == [vectors._files(store)[0].path(ctx.home).name]
+
+
+def test_compaction_keeps_the_live_rows_only(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    monkeypatch.setattr(vectors, "COMPACT_MIN", 2)
+    ids = [write_memory(ctx, f"memory {i} on the deploy pipeline", project="p").id for i in range(6)]
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    store = ctx.store()
+    from marm.store import memories
+
+    for gone in ids[:3]:
+        memories.delete(store, gone)
+    [old] = vectors._files(store)
+    assert vectors.compact(store, ctx.home) == 1
+    [new] = vectors._files(store)
+    assert new.generation == old.generation + 1 and new.rows == 3 and not old.path(ctx.home).exists()
+    [(got, matrix)] = vectors.load(store, ctx.home, MODEL, fake.dim, ["p"])
+    assert got.tolist() == ids[3:]
+    assert np.allclose(matrix[0], fake.embed(["memory 3 on the deploy pipeline"])[0])
+    assert store.conn.execute("SELECT row FROM memory_vectors ORDER BY memory_id").fetchall() == [(0,), (1,), (2,)]
 
 
 def test_a_deleted_memory_loses_its_vectors(ctx, monkeypatch):

@@ -149,9 +149,11 @@ def test_forget_erases_the_text_everywhere_and_keeps_content_free_events(ctx, se
     secret = "the payment webhook signs with Xylophonequartz77 as its salt"
     target = write_memory(ctx, "2025-05-05-salt-" + secret).id
     with store.write():
+        file_id = store.conn.execute("INSERT INTO vector_files (model, project, dim, rows)"
+                                     " VALUES ('fake', NULL, 1, 1)").lastrowid
         store.conn.execute(
             "INSERT INTO memory_vectors (memory_id, model, chunk, dim, start_char, end_char,"
-            " content_hash, vector) VALUES (?, 'fake', 0, 1, 0, 1, 'h', x'00000000')", (target,))
+            " content_hash, file_id, row) VALUES (?, 'fake', 0, 1, 0, 1, 'h', ?, 0)", (target, file_id))
     review.retract(ctx, target, reason="leaked salt")
     store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     assert b"Xylophonequartz77" in _db_bytes(marm_home)  # the check below can fail
