@@ -37,7 +37,7 @@ def bash(line: str) -> list[str]:
 
 
 def test_bash_candidates_are_commands_options_and_config_keys():
-    assert bash("marm re") == ["recall", "retract", "restore", "remote"]
+    assert bash("marm re") == ["recall", "retract", "restore", "review", "remote"]
     options = bash("marm recall --")
     assert {"--limit", "--as-of", "--all-projects", "--json", "--help"} <= set(options)
     assert all(o.startswith("--") for o in options) and "--force" not in options  # log's, not recall's
