@@ -133,7 +133,7 @@ class Served:
                 structured_content=_as_json(result),
             )
         except MarmError as exc:
-            answer = _error(f"error: {_for_mcp(exc.message, {spec.name for spec in o.params()})}")
+            answer = _error(f"error: {_for_mcp(exc.message, {spec.name for spec in o.params()}, _tools())}")
         except Exception as exc:  # noqa: BLE001 - one bad call must not end the session
             log.exception("tool %s failed", o.mcp)
             answer = _error(f"error: internal error: {type(exc).__name__}: {exc}")
@@ -157,18 +157,36 @@ def _as_json(result: Any) -> dict[str, Any]:
 
 #: An option as an op's error message spells it for the CLI (``--valid-from``).
 _OPTION = re.compile(r"--([a-z][a-z0-9-]*)")
+#: A command an op's error message suggests, as typed in a shell (`marm restore 3`).
+_COMMAND = re.compile(r"`marm ([a-z][a-z-]*(?: [a-z][a-z-]*)?)((?: [^`]+)?)`")
 
 
-def _for_mcp(message: str, names: set[str]) -> str:
+def _tools() -> dict[str, str]:
+    """CLI command -> MCP tool name, for every op served as a tool."""
+    return {" ".join(o.path): o.mcp for o in tool_ops() if o.mcp}
+
+
+def _for_mcp(message: str, names: set[str], tools: Mapping[str, str]) -> str:
     """An op's error as an MCP client reads it: an option the message names (``pass
-    --force``) becomes the tool's parameter (``pass `force```). Ops word their errors once,
-    for both surfaces; only the option spelling differs."""
+    --force``) becomes the tool's parameter (``pass `force```), and a command it suggests
+    (`marm restore 3`) the tool's call (`marm_restore(3)`). Ops word their errors once,
+    for both surfaces; only these spellings differ."""
     def parameter(match: re.Match[str]) -> str:
         name = match.group(1).replace("-", "_")
         found = next((n for n in (name, f"{name}_") if n in names), None)
         return f"`{found}`" if found else match.group(0)
 
-    return _OPTION.sub(parameter, message)
+    def command(match: re.Match[str]) -> str:
+        words, args = match.group(1), match.group(2).strip()
+        tool = tools.get(words) or tools.get(words.split(" ")[0])
+        if tool is None:
+            return match.group(0)
+        if tool != tools.get(words):  # one word named the command; the rest are its arguments
+            args = f"{words.split(' ', 1)[1]} {args}".strip()
+        given = [f"{a[2:].replace('-', '_')}=true" if a.startswith("--") else a for a in args.split()]
+        return f"`{tool}({', '.join(given)})`"
+
+    return _OPTION.sub(parameter, _COMMAND.sub(command, message))
 
 
 def _error(message: str) -> types.CallToolResult:

@@ -92,3 +92,30 @@ def test_an_error_names_the_parameter_not_the_option(tmp_path):
     assert "pass `force` to store it anyway" in message and "--" not in message, message
     assert not forced.get("isError") and forced["structuredContent"]["created"] is True
     assert bad_limit["content"][0]["text"] == "error: `limit` must be at least 1"
+
+
+def test_an_error_suggests_the_tool_not_the_shell_command(tmp_path):
+    client = _session(git_init(tmp_path / "proj"))
+    try:
+        kept = client.call("marm_log_entry", text="DECISION: invoices are numbered per year")
+        gone = client.call("marm_log_entry", text="DECISION: the cache lives in redis")["structuredContent"]
+        client.call("marm_retract", id=gone["id"], reason="we dropped redis")
+        refused = client.call("marm_doubt", id=gone["id"])
+        doubted = client.call("marm_doubt", id=kept["structuredContent"]["id"])
+    finally:
+        code, err = client.close()
+    assert code == 0, err
+    message = refused["content"][0]["text"]
+    assert refused["isError"] is True and "retracted" in message
+    assert f"`marm_restore({gone['id']})`" in message and "`marm " not in message, message
+    assert not doubted.get("isError")  # the same tool on an active memory works
+
+
+def test_cli_spellings_become_tool_calls():
+    from marm.mcp_server import _for_mcp, _tools
+
+    tools = _tools()
+    assert _for_mcp("memory #3 is retracted; `marm restore 3` it first", {"id"}, tools) == \
+        "memory #3 is retracted; `marm_restore(3)` it first"
+    assert _for_mcp("pass --force to store it anyway", {"force"}, tools) == "pass `force` to store it anyway"
+    assert _for_mcp("run `marm frobnicate 3`", set(), tools) == "run `marm frobnicate 3`"  # no such tool: left
