@@ -35,9 +35,10 @@ _PIECE = re.compile(r"(?<=[.!?])\s+|\n+")
 _NAMED = re.compile(r"`[^`]+`|\b[\w./-]+\.[a-z]{1,5}\b|\b[a-z]+_[a-z_]+\b|\b[A-Z][a-z]+[A-Z]\w*\b")
 
 
-def content_stems(text: str) -> set[str]:
-    """The Snowball stems of ``text``'s content words: 'retries' and 'retry' share one."""
-    return {lexical.stem(w) for w in lexical.words(text) if len(w) >= 3 and w not in lexical.STOPWORDS}
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of ``text``'s content words the gate counts (three letters or more):
+    'retries' and 'retry' share one."""
+    return lexical.stems(text, min_len=3)
 
 
 def is_trivial(prompt: str) -> bool:

@@ -18,11 +18,6 @@ from marm.recall import lexical
 PENALTY = 0.08
 
 
-def stems(text: str) -> frozenset[str]:
-    """The Snowball stems of ``text``'s content words (stop words left out)."""
-    return frozenset(lexical.stem(w) for w in lexical.words(text) if w not in lexical.STOPWORDS)
-
-
 def likeness(a: frozenset[str], b: frozenset[str]) -> float:
     """Jaccard overlap of two stem sets (0 when either is empty)."""
     if not a or not b:
@@ -34,7 +29,7 @@ def rerank(pool: list[tuple[float, int]], texts: dict[int, str], limit: int,
            penalty: float = PENALTY) -> list[tuple[float, int]]:
     """The ``limit`` best of ``pool`` ((score, id), best first) picked by maximal marginal
     relevance over ``texts``; each keeps its own score."""
-    words = {mid: stems(texts.get(mid, "")) for _, mid in pool}
+    words = {mid: lexical.stems(texts.get(mid, "")) for _, mid in pool}
     left = list(pool)
     picked: list[tuple[float, int]] = []
     while left and len(picked) < limit:

@@ -67,6 +67,13 @@ def words(query: str) -> list[str]:
     return list(dict.fromkeys(content or found))
 
 
+def stems(text: str, min_len: int = 1) -> frozenset[str]:
+    """The Snowball stems of ``text``'s content words of at least ``min_len`` letters (stop
+    words left out, even when nothing else is left): what two texts that say the same
+    thing share, whatever their word forms ("road trips" and "road trip")."""
+    return frozenset(stem(w) for w in words(text) if len(w) >= min_len and w not in STOPWORDS)
+
+
 #: Each part of a split compound has at least this many letters; a word is split only
 #: when it has at least ``2 * SPLIT_PART + 1`` of them.
 SPLIT_PART = 2

@@ -132,6 +132,16 @@ def test_claude_memory_honours_claude_config_dir_and_a_bad_path_is_an_error(tmp_
     assert [m.content for m in _all(marm_home)] == [CODE]
 
 
+def _edges_of(ctx, memory_id):
+    """The concept edges the indexer derives from one memory (rule extractor, real graph)."""
+    graph = Graph.open(config.derived_path(ctx.home))
+    try:
+        indexer.apply(ctx.store(), graph, [memory_id], RuleExtractor())
+        return graph.contribution(memory_id)[1]
+    finally:
+        graph.close()
+
+
 # --- the MCP memory server ---------------------------------------------------------------------
 
 def test_mcp_memory(tmp_path, marm_home, monkeypatch):
@@ -142,12 +152,7 @@ def test_mcp_memory(tmp_path, marm_home, monkeypatch):
         _retracted_here(ctx, f"Alice: {RETRACTED}", None)
         first, _, rows = _guarantees(marm_home, ctx, mcp_memory.run, None, RETRACTED, None)
         relation = next(m for m in rows if m.content == "Alice works at Acme")
-        graph = Graph.open(config.derived_path(ctx.home))
-        try:
-            indexer.apply(ctx.store(), graph, [relation.id], RuleExtractor())
-            _, edges = graph.contribution(relation.id)
-        finally:
-            graph.close()
+        edges = _edges_of(ctx, relation.id)
     finally:
         ctx.close()
     by_text = {m.content: m for m in rows}
@@ -225,12 +230,7 @@ def test_basic_memory(tmp_path, marm_home):
         _retracted_here(ctx, f"Auth Design: {RETRACTED}", None)
         first, _, rows = _guarantees(marm_home, ctx, basic_memory.run, None, RETRACTED, None)
         relation = next(m for m in rows if m.content == "Auth Design implements API Security Requirements")
-        graph = Graph.open(config.derived_path(ctx.home))
-        try:
-            indexer.apply(ctx.store(), graph, [relation.id], RuleExtractor())
-            _, edges = graph.contribution(relation.id)
-        finally:
-            graph.close()
+        edges = _edges_of(ctx, relation.id)
     finally:
         ctx.close()
     by_text = {m.content: m for m in rows}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from marm.recall import diverse
+from marm.recall import diverse, lexical
 
 TEXTS = {
     1: "Mel: the road trip was so much fun, the kids loved every mile of the road trip",
@@ -13,7 +13,7 @@ TEXTS = {
 
 
 def test_word_forms_share_stems():
-    assert diverse.stems("the kids loved the road trips") == diverse.stems("kid loves road trip")
+    assert lexical.stems("the kids loved the road trips") == lexical.stems("kid loves road trip")
 
 
 def test_a_near_duplicate_gives_way_to_the_next_distinct_memory():
