@@ -65,16 +65,17 @@ def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
         return None
     project = ctx.project()
 
-    def pool(kinds: tuple[str, ...]) -> list[Memory]:
-        # what the review queue says may be reversed is not briefed as current
-        kept, _ = briefing_marks(ctx, recent_memories(ctx, project, BRIEF_POOL, kinds=kinds))
-        return kept
-
-    decisions = inject.briefed(pool(("decision", "convention")), BRIEF_DECISIONS)
-    fixes = inject.briefed(pool(("fix", "lesson")), BRIEF_FIXES)
+    chosen = recent_memories(ctx, project, BRIEF_POOL, kinds=("decision", "convention"))
+    fixed = recent_memories(ctx, project, BRIEF_POOL, kinds=("fix", "lesson"))
     doubted = recent_memories(ctx, project, BRIEF_DOUBTED, statuses=("doubted",))
+    # One look at the review queue: what a newer memory may reverse is not briefed as current.
+    current, marks = briefing_marks(ctx, [*chosen, *fixed, *doubted])
+    standing = {m.id for m in current}
+    decisions = inject.briefed([m for m in chosen if m.id in standing], BRIEF_DECISIONS)
+    fixes = inject.briefed([m for m in fixed if m.id in standing], BRIEF_FIXES)
     episodes = [] if decisions or fixes else recent_memories(ctx, project, BRIEF_EPISODES, kinds=("episode",))
-    _, marks = briefing_marks(ctx, [*decisions, *fixes, *doubted, *episodes])
+    if episodes:
+        marks.update(briefing_marks(ctx, episodes)[1])
 
     def item(m: Memory) -> str:
         return inject.item(m, limit=BRIEF_ITEM) + marks.get(m.id, "")
