@@ -20,8 +20,8 @@ from marm.store.records import Memory
 
 #: Memories considered for a prompt before the relevance gate.
 RECALL_CANDIDATES = 10
-#: Memories injected for a prompt at most.
-INJECT_ITEMS = 4
+#: Memories injected for a prompt at most: the best-ranked three once the gate opens.
+INJECT_ITEMS = 3
 #: The briefing: recent memories of each section considered, how many of each shown
 #: (those capture was surest of), the longest line and the whole block.
 BRIEF_POOL = 40
@@ -126,11 +126,12 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     if ev.session_id:
         since = capture.in_context_since(ctx, ev.session_id)
         hits = [h for h in hits if h.memory.session != ev.session_id or h.memory.recorded_at <= since]
-    hits = inject.relevant(hits, text, _number(ctx, "inject.min_score"), _number(ctx, "inject.min_meaning"))
+    hits = inject.shown(hits, text, _number(ctx, "inject.min_score"), _number(ctx, "inject.min_meaning"),
+                        INJECT_ITEMS)
     return inject.fence(
         ev.agent,
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",
-        [("", [inject.item(h.memory, query=text) for h in hits[:INJECT_ITEMS]])],
+        [("", [inject.item(h.memory, query=text) for h in hits])],
         _max_chars(ctx),
     )
 

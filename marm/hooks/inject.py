@@ -75,6 +75,30 @@ def relevant(hits: Iterable[Hit], prompt: str, min_score: float, min_meaning: fl
     return kept
 
 
+def shown(hits: list[Hit], prompt: str, min_score: float, min_meaning: float, limit: int) -> list[Hit]:
+    """What a prompt is shown: nothing unless some hit clears the gate (``relevant``);
+    then the ``limit`` best-ranked hits, cleared or not.
+
+    The gate and the ranking answer different questions. The gate asks whether the
+    prompt is about something stored at all, and needs one strong match to say yes; the
+    ranking orders the candidates, and its second place is more often the memory asked
+    about than a lower place that happens to clear the gate (a memory whose words fit
+    and whose cosine falls just short of the gate, below one that shares only the
+    project's vocabulary). Showing the gate's survivors alone put the weaker memory in
+    front of the model and left out the better one; prompts about nothing stored still
+    get nothing. Word-only hits still need the gate each: BM25 ranks any single shared
+    word, so its order says less than the words it shares.
+    """
+    cleared = {id(hit) for hit in relevant(hits, prompt, min_score, min_meaning)}
+    if not cleared:
+        return []
+    return [h for h in hits if id(h) in cleared or _by_meaning(h)][:limit]
+
+
+def _by_meaning(hit: Hit) -> bool:
+    return hit.meaning is not None and not hit.retrieval_mode.startswith(("exact", "lexical"))
+
+
 def excerpt(content: str, query: str | None, limit: int) -> str:
     """The part of ``content`` to show for ``query``: all of it when it fits, else the
     run of sentences around the one that shares most words with the query."""

@@ -229,3 +229,19 @@ def test_an_episode_ranks_just_below_a_highlight_of_the_same_content():
     # holds ("why did we drop the cron job?" and the same turn also dropped it): it stays.
     far = below_its_highlights([(0.6, 2), (0.42, 3), (0.3, 1)], seen)
     assert [mid for _, mid in far] == [2, 3, 1] and far[0][0] == 0.6
+
+
+def test_an_open_gate_shows_the_best_ranked_hits_not_only_those_that_cleared_it():
+    prompt = "how many discord messages go out each night and who gets pinged"
+    asked = memory(1, "two discord messages: one embed without a ping, one verdict that pings @everyone")
+    cleared = memory(2, "the discord display writes 08h30 for times with minutes")
+    one_word = memory(3, "a night build runs the linter")
+    far = memory(4, "the lambda bundle is one dist/index.mjs")
+    hits = [Hit(asked, 0.33, "hybrid", meaning=0.33), Hit(cleared, 0.28, "hybrid", meaning=0.38),
+            Hit(one_word, 0.2, "lexical_only"), Hit(far, 0.1, "hybrid", meaning=0.05)]
+    # The gate alone keeps only the second; the ranking's first is the memory asked about.
+    assert [h.memory.id for h in inject.relevant(hits, prompt, 0.24, 0.35)] == [2]
+    assert [h.memory.id for h in inject.shown(hits, prompt, 0.24, 0.35, limit=3)] == [1, 2, 4]
+    assert [h.memory.id for h in inject.shown(hits, prompt, 0.24, 0.35, limit=2)] == [1, 2]
+    # Nothing clears the gate: nothing is shown, though the same memories are ranked.
+    assert inject.shown(hits[:1] + hits[2:], prompt, 0.24, 0.35, limit=3) == []
