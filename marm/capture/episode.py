@@ -89,6 +89,18 @@ def text(turn: TurnRecord, root: str | None = None) -> str | None:
     return "\n".join(parts) or None
 
 
+def question_and_answer(content: str) -> tuple[str, str]:
+    """An episode's text cut where the prompt it restates ends: ("Asked: ...", the
+    rest), or ("", content) when it does not start with a prompt."""
+    if not content.startswith("Asked: "):
+        return "", content
+    for label in ("\nConcluded: ", "\nStopped at: ", "\n(interrupted", "\nChanged: ", "\nFailed: "):
+        at = content.find(label)
+        if at > 0:
+            return content[:at], content[at + 1:]
+    return content, ""
+
+
 def fix_text(command: str, error: str, files: list[str], root: str | None = None) -> str:
     """The memory of a command that failed and then passed."""
     changed = list(dict.fromkeys(relative(f, root) for f in files))

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable
 
+from marm.capture import episode
 from marm.ops.results import one_line
 from marm.recall import lexical
 from marm.recall.shape import literal_of
@@ -101,7 +102,13 @@ def _by_meaning(hit: Hit) -> bool:
 
 def excerpt(content: str, query: str | None, limit: int) -> str:
     """The part of ``content`` to show for ``query``: all of it when it fits, else the
-    run of sentences around the one that shares most words with the query."""
+    run of sentences around the one that shares most of the query's telling words.
+
+    A query word is worth as much as it is rare among the memory's own sentences
+    (``log(1 + sentences / sentences holding it)``): a word in every sentence of a long
+    memory, its topic, locates nothing, and counting it alike let the memory's first
+    sentence win every tie.
+    """
     flat = " ".join(content.split())
     if len(flat) <= limit or not query:
         return one_line(flat, limit)
@@ -109,7 +116,10 @@ def excerpt(content: str, query: str | None, limit: int) -> str:
     wanted = content_stems(query)
     if not parts or not wanted:
         return one_line(flat, limit)
-    overlap = [len(wanted & content_stems(p)) for p in parts]
+    stems = [content_stems(p) for p in parts]
+    holding = {w: sum(w in s for s in stems) for w in wanted}
+    weight = {w: math.log(1 + len(parts) / n) for w, n in holding.items() if n}
+    overlap = [sum(weight[w] for w in wanted & s) for s in stems]
     best = max(range(len(parts)), key=lambda i: (overlap[i], -i))
     if overlap[best] == 0:
         return one_line(flat, limit)
@@ -127,11 +137,26 @@ def excerpt(content: str, query: str | None, limit: int) -> str:
     return ("… " if lo > 0 else "") + one_line(text, limit - 2) + (" …" if hi < len(parts) - 1 else "")
 
 
+#: How much of the prompt a long episode restates is kept in its injected line.
+ASKED_CHARS = 90
+
+
 def item(memory: Memory, query: str | None = None, limit: int = ITEM_CHARS) -> str:
     """One memory as an injected line: id, kind, trust state, date, text (the part
-    that bears on ``query`` when it is long)."""
+    that bears on ``query`` when it is long).
+
+    A long episode shows the start of the prompt it answered and then the part of its
+    answer that bears on ``query``: the question restated is what a new prompt matches
+    best and what the model needs least.
+    """
     mark = "" if memory.status == "active" else f" [{memory.status.upper()}: verify before relying on it]"
-    return f"#{memory.id} {memory.kind}{mark} {memory.recorded_at[:10]}: {excerpt(memory.content, query, limit)}"
+    asked, answer = episode.question_and_answer(memory.content) if memory.kind == "episode" else ("", "")
+    if asked and answer and len(" ".join(memory.content.split())) > limit:
+        head = one_line(" ".join(asked.split()), ASKED_CHARS) + " "
+        text = head + excerpt(answer, query, limit - len(head))
+    else:
+        text = excerpt(memory.content, query, limit)
+    return f"#{memory.id} {memory.kind}{mark} {memory.recorded_at[:10]}: {text}"
 
 
 def _subject(memory: Memory) -> set[str]:

@@ -245,3 +245,29 @@ def test_an_open_gate_shows_the_best_ranked_hits_not_only_those_that_cleared_it(
     assert [h.memory.id for h in inject.shown(hits, prompt, 0.24, 0.35, limit=2)] == [1, 2]
     # Nothing clears the gate: nothing is shown, though the same memories are ranked.
     assert inject.shown(hits[:1] + hits[2:], prompt, 0.24, 0.35, limit=3) == []
+
+
+def test_excerpt_centres_on_the_query_word_that_is_rare_in_the_memory():
+    filler = " ".join(f"The engine step {i} reads the feed and writes the journal." for i in range(12))
+    content = (f"{filler} The engine keeps latency low with one writer behind bounded SPSC queues. "
+               f"{filler}")
+    text = inject.excerpt(content, "how does the engine keep latency low", 200)
+    assert "SPSC" in text
+    # Every sentence names the engine; that word alone locates nothing.
+    assert "SPSC" not in inject.excerpt(content, "what does the engine do", 200)
+
+
+def test_a_long_episode_shows_its_question_briefly_then_the_part_of_the_answer_asked_about():
+    asked = "Asked: I want to check weather at departure (home) and arrival (work) and average it. " * 2
+    answer = ("Concluded: All 12 tests pass. Here's what changed:\n"
+              "- Each route fetches weather at both locations in parallel, 4 API calls in total\n"
+              "- `avgMaxPop` is the average of the max rain chance at the departure and arrival locations\n"
+              "- The verdict compares the average with `RAIN_THRESHOLD`\n"
+              "Changed: src/weather.ts, src/index.ts, src/discord.ts, tests/weather.test.ts")
+    ep = Memory(5, asked.strip() + "\n" + answer, "h", "episode", "s", "/p", None, "hook:stop",
+                "2026-12-01T00:00:00Z", None, None, "active", None, None)
+    line = inject.item(ep, query="how is the morning rain chance averaged over home and work", limit=300)
+    assert line.startswith("#5 episode 2026-12-01: Asked: I want to check weather")
+    assert "avgMaxPop" in line and len(line) < 340
+    # The question is shown once and short: its restatement does not take the room.
+    assert line.count("I want to check weather") == 1
