@@ -179,7 +179,9 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
     ops = load(words[0] if words else None)
     full = set(ops) if argv is None else selected_ops(words, ops)
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
-    for o in ops.values():
+    # In `marm --help` order, whatever order the op modules happened to be imported in.
+    rank = {word: index for index, word in enumerate(summaries)}
+    for o in sorted(ops.values(), key=lambda o: rank[o.path[0]]):
         parent: tuple[str, ...] = ()
         for word in o.path[:-1]:
             key = (*parent, word)
