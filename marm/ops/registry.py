@@ -47,7 +47,9 @@ class Param:
     short: str | None = None     # e.g. "-n"
     stdin: bool = False          # the CLI reads standard input when the value is "-"
     mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
-    #: a shell TAB's candidates, given the values typed before this parameter (by name)
+    #: a shell TAB's candidates, given the values typed before this parameter (by name);
+    #: tabulated once into the completion table (``marm.completion.build``), so it may read
+    #: at most one earlier parameter, and only one with fixed choices
     choices: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     @property
