@@ -48,8 +48,9 @@ class Param:
     stdin: bool = False          # the CLI reads standard input when the value is "-"
     mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
     #: a shell TAB's candidates, given the values typed before this parameter (by name);
-    #: tabulated once into the completion table (``marm.completion.build``), so it may read
-    #: at most one earlier parameter, and only one with fixed choices
+    #: tabulated into the completion table when it is built (``marm.completion.build``), so
+    #: a pure function of what is typed (never of the store) that reads at most one earlier
+    #: parameter, and only one with fixed choices
     choices: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     @property
