@@ -1,9 +1,10 @@
 """``python -m marm`` and the ``marm`` console script.
 
-``marm hook ...`` goes straight to the hook runner, and a bare ``marm mcp`` straight to
-its op, without building the CLI (typer): an agent waits on each hook and on the
-server's start, so it pays only for what it uses. ``--help`` and everything else is
-the generated CLI.
+A shell's TAB (``_MARM_COMPLETE`` set) is answered from the completion table
+(``marm.completion``), ``marm hook ...`` goes straight to the hook runner, and a bare
+``marm mcp`` straight to its op, all without building the CLI (typer): a person waits
+on each TAB, an agent on each hook and on the server's start, so each pays only for
+what it uses. ``--help`` and everything else is the generated CLI.
 """
 
 import os
@@ -11,6 +12,10 @@ import sys
 
 
 def main() -> None:
+    if os.environ.get("_MARM_COMPLETE"):  # empty, as for typer: not a completion request
+        from marm.completion import respond
+
+        sys.exit(respond(os.environ))
     # numpy's import starts an OpenBLAS thread per core, half its import time (~60 ms of
     # CPU); marm does no BLAS work that needs them (vector scans use ``vecdot``).
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import inspect
 import os
 import sys
-from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any
 
 import typer
@@ -63,7 +62,7 @@ def invoke(o: Op, kwargs: dict[str, Any], as_json: bool | None) -> None:
     for spec in o.params():
         if spec.meta.stdin and kwargs.get(spec.name) == "-":
             kwargs[spec.name] = _read_stdin()
-    from marm.context import Ctx  # start-up cost: `marm --help` and a TAB open no store
+    from marm.context import Ctx  # start-up cost: `marm --help` opens no store
 
     ctx = Ctx(source="cli", interactive=sys.stderr.isatty())
     try:
@@ -73,28 +72,18 @@ def invoke(o: Op, kwargs: dict[str, Any], as_json: bool | None) -> None:
     emit(result, as_json)
 
 
-def _completer(choices: Callable[[Mapping[str, Any]], Iterable[str]]) -> Callable[..., list[str]]:
-    """A TAB's candidates for one parameter: its choices, given what is typed before it."""
-
-    def complete(ctx: typer.Context, incomplete: str) -> list[str]:
-        return [c for c in choices(ctx.params) if c.startswith(incomplete)]
-
-    return complete
-
-
 def _command(o: Op) -> Any:
     """A function with ``o``'s parameters as Typer sees them, plus --json/--text."""
     params = []
     for spec in o.params():
         meta = spec.meta
         text = meta.cli_help
-        complete = _completer(meta.choices) if meta.choices else None
         if meta.argument:
-            info: Any = typer.Argument(help=text, show_default=False, autocompletion=complete)
+            info: Any = typer.Argument(help=text, show_default=False)
         else:
             # A trailing underscore only dodges a Python keyword (`from_` is `--from`).
             decls = [f"--{spec.name.rstrip('_').replace('_', '-')}"] + ([meta.short] if meta.short else [])
-            info = typer.Option(*decls, help=text, autocompletion=complete)
+            info = typer.Option(*decls, help=text)
         default = inspect.Parameter.empty if spec.required else spec.default
         params.append(inspect.Parameter(spec.name, inspect.Parameter.KEYWORD_ONLY, default=default,
                                         annotation=Annotated[spec.annotation, info]))
@@ -158,7 +147,7 @@ def selected_ops(words: list[str], ops: dict[tuple[str, ...], Op]) -> set[tuple[
 def build_app(argv: list[str] | None = None) -> typer.Typer:
     """The Typer app. With ``argv``, only the ops it can reach are built in full (a CLI
     process pays for one command, not forty, and `marm --help` imports no op module:
-    it lists ``COMMANDS``); without, everything is (completion)."""
+    it lists ``COMMANDS``); without, everything is (the completion table is read off it)."""
     app = typer.Typer(help=_HELP, no_args_is_help=True, pretty_exceptions_enable=False,
                       rich_markup_mode=None,
                       add_completion=False, context_settings={"help_option_names": ["-h", "--help"]})
@@ -179,7 +168,9 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
     ops = load(words[0] if words else None)
     full = set(ops) if argv is None else selected_ops(words, ops)
     groups: dict[tuple[str, ...], typer.Typer] = {(): app}
-    for o in ops.values():
+    # In `marm --help` order, whatever order the op modules happened to be imported in.
+    rank = {word: index for index, word in enumerate(summaries)}
+    for o in sorted(ops.values(), key=lambda o: rank[o.path[0]]):
         parent: tuple[str, ...] = ()
         for word in o.path[:-1]:
             key = (*parent, word)
@@ -195,18 +186,9 @@ def build_app(argv: list[str] | None = None) -> typer.Typer:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
-    if "_MARM_COMPLETE" in os.environ:
-        # A shell's TAB (or `_MARM_COMPLETE=source_bash marm`, the shim completions/
-        # holds): marm's completion classes answer, from only the ops the words typed
-        # so far reach.
-        from marm.completion import register, words_before_cursor
-
-        register()
-        app = build_app(words_before_cursor(os.environ))
-    else:
-        if not args:
-            args = ["--help"]  # bare `marm` shows what it can do, and that is not an error
-        app = build_app(args)
+    if not args:
+        args = ["--help"]  # bare `marm` shows what it can do, and that is not an error
+    app = build_app(args)
     try:
         app(args=args, prog_name="marm", standalone_mode=True)
     except MarmError as exc:

@@ -47,7 +47,10 @@ class Param:
     short: str | None = None     # e.g. "-n"
     stdin: bool = False          # the CLI reads standard input when the value is "-"
     mcp_help: str | None = None  # the MCP description, where the CLI's wording does not fit
-    #: a shell TAB's candidates, given the values typed before this parameter (by name)
+    #: a shell TAB's candidates, given the values typed before this parameter (by name);
+    #: tabulated into the completion table when it is built (``marm.completion.build``), so
+    #: a pure function of what is typed (never of the store) that reads at most one earlier
+    #: parameter, and only one with fixed choices
     choices: Callable[[Mapping[str, Any]], Iterable[str]] | None = None
 
     @property

@@ -2,11 +2,13 @@
 
     python tests/bench/bench_completion.py [--json] [--runs 10]
 
-Each case is one process per TAB, started the way bash's script starts it
-(``_MARM_COMPLETE=complete_bash`` with COMP_WORDS and COMP_CWORD), timed from spawn to
-exit; the median (and min, max) of the runs is reported, next to a bare ``python -c
-pass`` for the interpreter's own start-up on this machine. Target: under 0.1 s a TAB.
-Ends with one JSON line.
+Each case is one process per TAB, started the way bash's script starts it: the ``marm``
+console script (the one installed beside this interpreter) with
+``_MARM_COMPLETE=complete_bash``, COMP_WORDS and COMP_CWORD, timed from spawn to exit.
+Not ``python -m marm``: that is not what a shell runs, and it imports the ``marm`` of
+the current directory, whichever checkout that is. The median (and min, max) of the
+runs is reported, next to a bare ``python -c pass`` for the interpreter's own start-up
+on this machine. Target: under 0.1 s a TAB. Ends with one JSON line.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 CASES = {
     "marm re<TAB>": ("marm re", 1),
@@ -44,10 +47,13 @@ def main() -> None:
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="marm-bench-completion-")
     base = {**os.environ, "MARM_HOME": home}
+    marm = Path(sys.executable).with_name("marm")
+    if not marm.exists():
+        parser.error(f"no marm console script beside {sys.executable}: install marm in this environment")
     results = {"python -c pass": timed([sys.executable, "-c", "pass"], base, args.runs)}
     for name, (line, cword) in CASES.items():
         env = {**base, "_MARM_COMPLETE": "complete_bash", "COMP_WORDS": line, "COMP_CWORD": str(cword)}
-        results[name] = timed([sys.executable, "-m", "marm"], env, args.runs)
+        results[name] = timed([str(marm)], env, args.runs)
     for name, r in results.items():
         print(f"{name:<26} median {r['median'] * 1000:6.1f} ms   min {r['min'] * 1000:6.1f}   "
               f"max {r['max'] * 1000:6.1f}")

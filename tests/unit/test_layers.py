@@ -5,7 +5,8 @@ import its own layer and any layer below, never one above. Function-local import
 like any other (grimp reads every import statement): such an import is for start-up
 cost, never a way to hide a cycle.
 
-    entry      marm.__main__, marm.cli
+    entry      marm.__main__, marm.cli, marm.completion.build and marm.completion.__main__
+               (the completion table, read off the CLI)
     face ops   marm.ops.agents (``marm hook``, ``marm init``), marm.ops.serve (``marm mcp``),
                marm.ops.view (``marm view``): the ops that start a face
     faces      marm.hooks, marm.mcp_server, marm.install, marm.view
@@ -15,7 +16,7 @@ cost, never a way to hide a cycle.
                marm.hygiene (duplicates, reversals, staleness, compaction)
     context    marm.context (the invocation's Ctx)
     store      marm.store (the only SQL)
-    base       marm (the package), marm.completion (shell shims), marm.config, marm.configfile,
+    base       marm (the package), marm.completion (shell scripts, a TAB's answer), marm.config, marm.configfile,
                marm.errors, marm.redact, marm.scope, marm.text
 """
 
@@ -25,7 +26,7 @@ import grimp
 import pytest
 
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("marm.__main__", "marm.cli"),
+    ("marm.__main__", "marm.cli", "marm.completion.build", "marm.completion.__main__"),
     ("marm.ops.agents", "marm.ops.serve", "marm.ops.view"),
     ("marm.hooks", "marm.mcp_server", "marm.install", "marm.view"),
     ("marm.ops", "marm.importers", "marm.sync"),
