@@ -222,8 +222,8 @@ def compact(
 ) -> CompactResult:
     """Fold old episodes into one summary memory per session and week.
 
-    Extractive: each episode keeps its question, the first sentence of its conclusion,
-    the sentences most worth keeping and the files it changed. Highlights and
+    Extractive: each episode keeps its question, the sentences of its conclusion that
+    add the most the store does not already say, and the files it changed. Highlights and
     hand-written memories are never folded. The episodes stay in the store, superseded
     by the summary (recall leaves them out); restoring a summary gives them back
     unchanged.
