@@ -115,11 +115,11 @@ class Novelty:
         return sum(self.weight.get(w, self.rare) for w in stems(sentence, min_len=2) - self.covered)
 
 
-def _worth(sentence: str, novelty: Novelty) -> float:
+def _worth(sentence: str, keep: float, novelty: Novelty) -> float:
     """How much a sentence is worth its characters: what it adds (``Novelty.gain``) per
     character, more when the highlight classifier calls it a decision, cause, fix,
-    convention or lesson."""
-    return novelty.gain(sentence) / (len(sentence) + 40) * (0.5 + classify(sentence)[1])
+    convention or lesson (``keep``: its probability)."""
+    return novelty.gain(sentence) / (len(sentence) + 40) * (0.5 + keep)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +144,16 @@ def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
     concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
     pool = [x for x in dict.fromkeys([*list(sentences(question))[1:], *sentences(concluded)])
             if " ".join(x.split()) not in elsewhere and not x.rstrip().endswith("?")]
+    keep = [classify(x)[1] for x in pool]
     budget = int(SHARE * (len(question) + len(concluded)))
     picked: list[int] = []
     used = 0
     while True:
         room = budget if picked else max(budget, ONE)
         left = [i for i in range(len(pool)) if i not in picked and used + len(pool[i]) <= room]
-        best = max(left, key=lambda i: (_worth(pool[i], novelty), -i), default=None)
-        if best is None or _worth(pool[best], novelty) < WORTH:
+        worth = {i: _worth(pool[i], keep[i], novelty) for i in left}
+        best = max(left, key=lambda i: (worth[i], -i), default=None)
+        if best is None or worth[best] < WORTH:
             break
         picked.append(best)
         used += len(pool[best]) + 1
