@@ -4,11 +4,16 @@ Episodes are kept nearly verbatim, so a store that captures every turn grows by
 hundreds of them a week; after a month what matters of them is what was asked, what
 was concluded and which files changed. A fold keeps, for each episode of a topic and
 ISO week (at most ``FOLD_MAX`` consecutive episodes), its question's first sentence,
-then its conclusion's first sentence and the sentences that name the most
-(identifiers, code, numbers) within a budget, without the sentences the highlights of
-the same session already hold (they stay memories of their own); the fold lists the
-files they changed once. The rest is dropped from the summary (nothing is paraphrased). Highlights are memories of
-their own and are never folded.
+then, within a quarter of the episode's text, the sentences that add the most per
+character: the rare words (recall's content stems, weighted by how few memories of the
+project hold them) that nothing kept so far holds (the session's highlights, the
+sentences the fold already took), more for a sentence the highlight classifier calls a
+decision, cause, fix, convention or lesson. Questions the agent put to the user and
+sentences the highlights hold are left out, a retried question is said once, and the
+fold lists the files changed once. Nothing is paraphrased. Highlights are memories of
+their own and are never folded. (Measured by ``tests/bench/bench_hygiene.py``: a fixed
+budget of the first and the most identifier-rich sentences lost the facts long plans
+state in plain words.)
 
 The topic is the session the episodes come from: a session is one task on one
 repository, which is what a reader looks for later; the week bounds a fold's size.
@@ -19,20 +24,27 @@ restore ID`` for one source) gives them back byte for byte.
 
 from __future__ import annotations
 
-import re
+import math
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from marm.capture.highlights import classify
 from marm.capture.sentences import sentences
-from marm.concepts.identifiers import find as identifiers
+from marm.recall.lexical import stems
 from marm.store.records import Memory
 
-#: Characters of one episode's question and of its conclusion in a summary.
+#: Characters of one episode's question in a summary.
 ASKED = 160
-CONCLUDED = 450
-#: ...and at most a third of a short conclusion, but never less than this.
-SHORTEST = 160
+#: What an episode keeps, besides its question: this share of its question and
+#: conclusion, in the sentences most worth keeping, and at least its best sentence when
+#: that has at most ``ONE`` characters (a short turn keeps its one key sentence).
+SHARE = 0.25
+ONE = 300
+#: Least worth (``_worth``) of a sentence a summary keeps: below it a sentence adds
+#: nothing the store does not say ("Ready when you are.", "Syntax and lint are clean.").
+WORTH = 0.03
 #: Most episodes in one fold: consecutive turns of a session are one thread of work; a
 #: longer session is cut into even runs, so a summary stays one subject a recall can rank.
 FOLD_MAX = 8
@@ -79,34 +91,89 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def _informative(sentence: str) -> int:
-    """How much a sentence names: identifiers, code spans, numbers (what a later
-    question looks for, and what a paraphrase would lose)."""
-    return len(identifiers(sentence)) + sentence.count("`") // 2 + len(re.findall(r"\d+", sentence))
+class Novelty:
+    """What a sentence adds that the store does not already say: the rarity-weighted
+    content stems (recall's ``stems``) it holds that no kept text holds yet. Rare words
+    (a file, a flag, a library, a number with its unit) are what a later question names
+    and what recall finds a memory by; a sentence whose words the highlights already
+    hold adds little."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        df: Counter[str] = Counter()
+        n = 0
+        for text in texts:
+            df.update(stems(text, min_len=2))
+            n += 1
+        self.weight = {w: math.log((n + 1) / (c + 0.5)) for w, c in df.items()}
+        self.rare = math.log(n + 2)      # a stem no text held
+        self.covered: set[str] = set()
+
+    def cover(self, text: str) -> None:
+        self.covered |= stems(text, min_len=2)
+
+    def gain(self, sentence: str) -> float:
+        return sum(self.weight.get(w, self.rare) for w in stems(sentence, min_len=2) - self.covered)
 
 
-def key_lines(episode: Memory, elsewhere: str = "") -> str:
-    """What an episode contributes to its summary, in its own words: the question's
-    first sentence, then its conclusion's first sentence and the sentences that name
-    the most (identifiers, code, numbers), in their order, within ``CONCLUDED``
-    characters (a third of a short one), leaving out sentences ``elsewhere`` already
-    holds (the highlights kept from the same session stay memories of their own)."""
-    asked = _cut(_first(_field(episode.content, "Asked")), ASKED)
+def _worth(sentence: str, keep: float, novelty: Novelty) -> float:
+    """How much a sentence is worth its characters: what it adds (``Novelty.gain``) per
+    character, more when the highlight classifier calls it a decision, cause, fix,
+    convention or lesson (``keep``: its probability)."""
+    return novelty.gain(sentence) / (len(sentence) + 40) * (0.5 + keep)
+
+
+@dataclass(frozen=True, slots=True)
+class Kept:
+    """What one episode contributes to its summary."""
+
+    day: str
+    asked: str      # the question's first sentence
+    said: str       # the sentences kept, in their order
+
+
+def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
+    """What an episode contributes to its summary, in its own words: the question's first
+    sentence, then, within ``SHARE`` of the episode's text, the sentences of the rest of
+    the question and of the conclusion that add the most per character (``_worth``),
+    picked greedily (each pick covers its words), in their order. Left out: what
+    ``elsewhere`` already holds (the highlights kept from the same session stay memories
+    of their own) and questions the agent put to the user ("Want me to go on?")."""
+    question = _field(episode.content, "Asked")
+    asked = _cut(_first(question), ASKED) if question else ""
+    novelty.cover(asked)
     concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
-    said = [x for x in sentences(concluded) if " ".join(x.split()) not in elsewhere] if concluded else []
-    order = sorted(range(len(said)), key=lambda i: (i != 0, -_informative(said[i]), i))
-    budget = min(CONCLUDED, max(SHORTEST, len(concluded or "") // 3))  # a summary is shorter than its source
+    pool = [x for x in dict.fromkeys([*list(sentences(question))[1:], *sentences(concluded)])
+            if " ".join(x.split()) not in elsewhere and not x.rstrip().endswith("?")]
+    keep = [classify(x)[1] for x in pool]
+    budget = int(SHARE * (len(question) + len(concluded)))
     picked: list[int] = []
     used = 0
-    for i in order:
-        if used + len(said[i]) <= budget:
-            picked.append(i)
-            used += len(said[i]) + 1
-    body = " ".join(said[i] for i in sorted(picked)) or (_cut(said[0], budget) if said else "")
-    parts = [f"- {episode.recorded_at[:10]} asked: {asked}" if asked else f"- {episode.recorded_at[:10]}"]
-    if body:
-        parts.append(f"  concluded: {body}")
-    return "\n".join(parts)
+    while True:
+        room = budget if picked else max(budget, ONE)
+        left = [i for i in range(len(pool)) if i not in picked and used + len(pool[i]) <= room]
+        worth = {i: _worth(pool[i], keep[i], novelty) for i in left}
+        best = max(left, key=lambda i: (worth[i], -i), default=None)
+        if best is None or worth[best] < WORTH:
+            break
+        picked.append(best)
+        used += len(pool[best]) + 1
+        novelty.cover(pool[best])
+    return Kept(episode.recorded_at[:10], asked, " ".join(pool[i] for i in sorted(picked)))
+
+
+def _lines(kept: list[Kept]) -> list[str]:
+    """The fold's lines: one per episode, a question asked again (a retried turn) said once,
+    an episode with nothing left to say left out."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for k in kept:
+        asked = k.asked if k.asked not in seen else ""
+        seen.add(k.asked)
+        if not asked and not k.said:
+            continue
+        head = f"- {k.day} asked: {asked}" if asked else f"- {k.day}"
+        out.append(head + (f"\n  concluded: {k.said}" if k.said else ""))
+    return out
 
 
 def files_changed(episodes: Iterable[Memory]) -> list[str]:
@@ -119,6 +186,7 @@ def plan(episodes: Iterable[Memory], kept: Iterable[Memory] = ()) -> list[Fold]:
     """Group ``episodes`` by project, topic and week; a group of one is left as it is
     (folding it would save little and lose its wording). ``kept``: the other memories
     of their sessions (highlights), whose sentences a summary need not repeat."""
+    episodes, kept = list(episodes), list(kept)
     elsewhere: dict[str | None, str] = {}
     for m in kept:
         elsewhere[m.session] = elsewhere.get(m.session, "") + "\n" + " ".join(m.content.split())
@@ -131,13 +199,21 @@ def plan(episodes: Iterable[Memory], kept: Iterable[Memory] = ()) -> list[Fold]:
         found.sort(key=lambda m: (m.recorded_at, m.id))
         step = -(-len(found) // -(-len(found) // FOLD_MAX))  # even runs of at most FOLD_MAX
         runs.extend((project, topic, week, found[i:i + step]) for i in range(0, len(found), step))
+    novelty: dict[str | None, Novelty] = {}
     for project, topic, week, found in runs:
         if len(found) < 2:
             continue
+        if project not in novelty:  # rarity within the project; its highlights count as said
+            novelty[project] = Novelty([*(x for m in episodes if m.project == project for x in sentences(m.content)),
+                                        *(m.content for m in kept if m.project == project)])
+            for m in kept:
+                if m.project == project:
+                    novelty[project].cover(m.content)
         head = f"SUMMARY of {len(found)} episodes, week {week} (marm compact):"
         files = files_changed(found)
         tail = ["Changed: " + ", ".join(files[:FILES]) + (f" and {len(files) - FILES} more" if len(files) > FILES else "")]
         folds.append(Fold(project, topic, week, tuple(found),
-                          "\n".join([head, *(key_lines(m, elsewhere.get(m.session, "")) for m in found),
+                          "\n".join([head, *_lines([key_lines(m, novelty[project], elsewhere.get(m.session, ""))
+                                               for m in found]),
                                      *(tail if files else [])])))
     return folds

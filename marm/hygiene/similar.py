@@ -15,9 +15,8 @@ import re
 from dataclasses import dataclass
 
 from marm.concepts.identifiers import find as identifiers
-from marm.recall.lexical import STOPWORDS
+from marm.recall.lexical import stems, tokens
 
-_WORD = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.'/-]*[A-Za-z0-9_]|[A-Za-z0-9]")
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
 _NEGATION = frozenset({"not", "no", "never", "don't", "doesn't", "didn't", "isn't", "aren't", "won't",
                        "cannot", "can't", "without", "longer", "instead", "stop", "stopped"})
@@ -42,17 +41,15 @@ CUES: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
 _SCOPE = re.compile(r"\s+(?:for|in|on|within|at)\s+(?P<scope>(?:[\w./-]+\s+){0,5}?[\w./-]+)"
                     r"(?=\s+(?:and|but|with|to|by|because|since|so|now|anymore)\b|[,.;:!?)\n]|$)", re.IGNORECASE)
 
-_ARTICLES = frozenset({"the", "a", "an", "our", "their", "its", "this", "that", "these", "those", "using", "use"})
+#: Stems that name no object of their own ("using X", "the use of X"); articles and
+#: other stop words are never stems.
+_NO_OBJECT = frozenset({"use"})
 
 
-def words(text: str) -> set[str]:
-    """Lower-cased content words, plural 's' folded (a cheap stem)."""
-    out = set()
-    for w in _WORD.findall(text.lower()):
-        if w in STOPWORDS or len(w) < 2:
-            continue
-        out.add(w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w)
-    return out
+def words(text: str) -> frozenset[str]:
+    """The content stems of ``text`` (recall's one function for it: "caches" and "cache",
+    "retries" and "retry" are the same word), of two letters or more."""
+    return stems(text, min_len=2)
 
 
 def _salient(text: str) -> set[str]:
@@ -103,7 +100,9 @@ def reversals(text: str) -> list[Reversal]:
 
 
 def _object_words(obj: str) -> list[str]:
-    return [w for w in sorted(words(obj), key=obj.lower().find) if w not in _ARTICLES][:2]
+    """The first two content stems of a reversal's object, in the order written."""
+    found = dict.fromkeys(s for token in tokens(obj) for s in words(token) if s not in _NO_OBJECT)
+    return list(found)[:2]
 
 
 def reverses(newer: str, older: str) -> Reversal | None:
@@ -117,7 +116,7 @@ def reverses(newer: str, older: str) -> Reversal | None:
             continue  # the older memory already says the same reversal
         if not all(w in older_words for w in _object_words(r.obj)):
             continue
-        scope = words(r.scope) - _ARTICLES
+        scope = words(r.scope) - _NO_OBJECT
         if scope and len(scope & older_words) * 2 < len(scope):
             continue  # the same thing, for another purpose
         return r

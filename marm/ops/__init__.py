@@ -38,6 +38,9 @@ COMMANDS: dict[str, dict[str, str]] = {
         "review": "Review what the drain found: near-duplicates, reversed and possibly stale memories.",
         "compact": "Fold old episodes into one summary memory per session and week.",
     },
+    "marm.ops.summarize": {
+        "summarize": "Write the summary of a cluster of old episodes yourself, instead of `marm compact`'s extract.",
+    },
     "marm.ops.notebook": {
         "notebook": "Keep named, reusable instructions; `use` activates one for a session.",
         "sessions": "List sessions, most recently used first (* marks the active one).",

@@ -10,6 +10,7 @@ Every verdict goes through the same trust states as ``marm supersede``/``doubt``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
@@ -221,8 +222,8 @@ def compact(
 ) -> CompactResult:
     """Fold old episodes into one summary memory per session and week.
 
-    Extractive: each episode keeps its question, the first sentence of its conclusion,
-    the sentences most worth keeping and the files it changed. Highlights and
+    Extractive: each episode keeps its question, the sentences of its conclusion that
+    add the most the store does not already say, and the files it changed. Highlights and
     hand-written memories are never folded. The episodes stay in the store, superseded
     by the summary (recall leaves them out); restoring a summary gives them back
     unchanged.
@@ -235,36 +236,49 @@ def compact(
     if restore is not None:
         return _restore(ctx, restore)
     days = older_than if older_than is not None else float(ctx.setting("compact.older_than_days"))
+    scope = ctx.project(project)
+    folds = candidates(ctx, scope, days)
+    if dry_run:
+        return CompactResult(scope, True, days, [_view(f) for f in folds])
+    store = ctx.store()
+    done = []
+    for fold in folds:
+        with store.write():
+            summary = fold_into(ctx, fold.sources, fold.text, fold.week)
+        done.append(_view(fold, summary))
+    return CompactResult(scope, False, days, done)
+
+
+def candidates(ctx: Ctx, scope: str | None, days: float) -> list[folding.Fold]:
+    """The folds of ``scope``'s episodes older than ``days`` (each with its extractive text)."""
     if days < 0:
         raise BadInput("--older-than must be zero or more days")
     store = ctx.store()
-    scope = ctx.project(project)
     cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     found = memories.get_many(store, hygiene.episodes_before(store, scope, cutoff))
     sessions = {m.session for m in found.values()}
     kept = [m for session in sessions for m in memories.recent(
         store, Filter(project=scope, session=session), limit=2000) if m.kind != "episode"]
-    folds = folding.plan(found.values(), kept)
-    if dry_run:
-        return CompactResult(scope, True, days, [_view(f) for f in folds])
-    done = []
-    for fold in folds:
-        with store.write():
-            summary = _fold(ctx, fold)
-        done.append(_view(fold, summary))
-    return CompactResult(scope, False, days, done)
+    return folding.plan(found.values(), kept)
 
 
-def _fold(ctx: Ctx, fold: folding.Fold) -> Memory:
+def fold_into(ctx: Ctx, sources: Sequence[Memory], text: str, week: str, **metadata: Any) -> Memory:
+    """Write the summary ``text`` of ``sources`` and make each of them superseded by it,
+    content, metadata and validity untouched, so ``marm compact --restore`` gives them
+    back byte for byte. Both routes (extractive, agent-written) fold through here. Call
+    inside ``store.write()``."""
     store = ctx.store()
-    first = fold.sources[0]
-    written = write_memory(ctx, fold.text, kind="summary", session=first.session, project=fold.project,
+    first = sources[0]
+    written = write_memory(ctx, text, kind="summary", session=first.session, project=first.project,
                            valid_from=first.valid_from or first.recorded_at,
-                           metadata={"compacted": [m.id for m in fold.sources], "week": fold.week,
-                                     "reasons": {str(m.id): m.status_reason for m in fold.sources if m.status_reason}})
+                           metadata={"compacted": [m.id for m in sources], "week": week,
+                                     "reasons": {str(m.id): m.status_reason for m in sources if m.status_reason},
+                                     **metadata})
     summary = memories.get(store, written.id)
     assert summary is not None
-    for m in fold.sources:
+    if not written.created:
+        raise BadInput(f"memory #{summary.id} already holds this text; a summary must be a memory of its own")
+    for m in sources:
         memories.set_status(store, m.id, "superseded", reason=f"compacted into #{summary.id}",
                             action="memory.compact", superseded_by=summary.id, valid_to=m.valid_to,
                             detail={"summary": summary.id})

@@ -17,7 +17,7 @@ from marm.errors import BadInput
 from marm.ops.params import ProjectOpt
 from marm.ops.registry import Param, op
 from marm.ops.results import Done
-from marm.store import derived, events, flags, leases, memories, outbox, perms
+from marm.store import derived, events, flags, hygiene, leases, memories, outbox, perms
 from marm.store.db import Store
 from marm.store.migrations import SCHEMA_VERSION
 from marm.scope import display
@@ -73,6 +73,18 @@ class StatusResult:
     remotes: list[dict[str, object]] = field(default_factory=list)   # `marm sync`: each remote's state
     active: bool = True               # marm's hooks act in this directory
     activity: str = ""                # why (or why not)
+    review: dict[str, int] = field(default_factory=dict)  # open `marm review` items here, by kind
+    review_all_projects: int = 0      # ... and in every project
+
+    def _review_line(self) -> str:
+        if not self.review_all_projects:
+            return "review     nothing waits"
+        here = sum(self.review.values())
+        kinds = ", ".join(f"{n} {k}" for k, n in self.review.items())
+        line = f"review     {here} item(s) wait here ({kinds}): `marm review`" if here else "review     nothing waits here"
+        if self.review_all_projects > here:
+            line += f"; {self.review_all_projects} in all projects (`marm review --all-projects`)"
+        return line
 
     def text(self) -> str:
         m = self.memories
@@ -82,6 +94,7 @@ class StatusResult:
             f"{m['superseded']} superseded, {m['retracted']} retracted) in {self.projects} project(s)",
             f"events     {self.events}",
             f"here       {self.activity}" if self.active else f"here       INACTIVE: {self.activity}",
+            self._review_line(),
         ]
         backlog = ", ".join(
             f"{k}: {v['pending']} pending" + (f", {v['parked']} parked" if v["parked"] else "")
@@ -141,6 +154,8 @@ def status(ctx: Ctx) -> StatusResult:
         remotes=_remotes(store),
         active=here.active,
         activity=here.reason,
+        review=hygiene.open_counts(store, ctx.project()),
+        review_all_projects=sum(hygiene.open_counts(store, None, all_projects=True).values()),
     )
 
 

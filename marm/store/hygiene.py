@@ -82,6 +82,13 @@ def listing(store: Store, project: str | None, all_projects: bool, states: Seque
     return [_proposal(r) for r in rows]
 
 
+def open_counts(store: Store, project: str | None, all_projects: bool = False) -> dict[str, int]:
+    """{kind: open proposals} of this project (and global memories), as ``listing`` scopes them."""
+    where, args = ("", []) if all_projects else (" AND (project IS NULL OR project IS ?)", [project])
+    return {k: n for k, n in store.conn.execute(
+        f"SELECT kind, count(*) FROM hygiene_queue WHERE state = 'open'{where} GROUP BY kind ORDER BY kind", args)}
+
+
 def decide(store: Store, item_id: int, state: str, reason: str | None = None) -> Proposal:
     """Record a verdict (accepted, dismissed) on a proposal. Call inside ``store.write()``."""
     assert store.in_transaction

@@ -497,6 +497,35 @@ def m009_memory_dates(conn: sqlite3.Connection) -> None:
     )
 
 
+def m010_staged_summaries(conn: sqlite3.Connection) -> None:
+    """Summaries an agent writes for a cluster of old episodes (issue 19): staged first,
+    then applied or discarded. A row keeps the cluster's sources and their content
+    hashes when it was staged, so an apply whose sources changed since is refused
+    instead of folding other texts than the summary was written from. At most one
+    staged summary per cluster (its handle: the first source's id)."""
+    _run(
+        conn,
+        """
+        CREATE TABLE staged_summaries (
+            id          INTEGER PRIMARY KEY,
+            cluster     INTEGER NOT NULL,          -- the handle: the first source's id
+            project     TEXT,
+            session     TEXT,
+            week        TEXT NOT NULL,
+            sources     TEXT NOT NULL,             -- JSON: [[memory id, content hash], ...]
+            summary     TEXT NOT NULL,
+            state       TEXT NOT NULL DEFAULT 'staged'
+                        CHECK (state IN ('staged', 'applied', 'discarded', 'stale')),
+            summary_id  INTEGER,                   -- the memory an apply wrote
+            staged_at   TEXT NOT NULL,
+            decided_at  TEXT
+        );
+        CREATE UNIQUE INDEX staged_summaries_open ON staged_summaries(cluster) WHERE state = 'staged';
+        CREATE INDEX staged_summaries_state ON staged_summaries(state, project);
+        """,
+    )
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m001_initial,
     m002_validity_index,
@@ -507,6 +536,7 @@ MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     m007_vectors_once,
     m008_hygiene,
     m009_memory_dates,
+    m010_staged_summaries,
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -43,6 +43,7 @@ ACTIONS: dict[str, tuple[str, ...]] = {
     "restore": ("restore",),
     "supersede": ("supersede",),
     "forget": ("forget",),
+    "review": ("review",),
     "concepts merge": ("concepts", "merge"),
     "concepts remove": ("concepts", "remove"),
     "concepts dismiss": ("concepts", "dismiss"),
@@ -101,9 +102,11 @@ def collect(ctx: Ctx, *, project: str | None, all_projects: bool, limit: int,
 
 
 def _review(ctx: Ctx, flt: Filter, listed: set[int]) -> dict[str, Any]:
-    """Doubted memories (also those older than the list), likely duplicate concepts,
-    parked background tasks."""
+    """The hygiene queue (`marm review`: near-duplicates, reversals, stale code
+    references), doubted memories (also those older than the list), likely duplicate
+    concepts, parked background tasks."""
     from marm.ops import concepts as concept_ops
+    from marm.ops.hygiene import review
 
     store = ctx.store()
     doubted = memories.recent(store, Filter(flt.project, flt.all_projects, statuses=("doubted",)),
@@ -111,7 +114,9 @@ def _review(ctx: Ctx, flt: Filter, listed: set[int]) -> dict[str, Any]:
     extra = [_memory(m, events.for_entity(store, "memory", m.id)) for m in doubted if m.id not in listed]
     pairs = concept_ops.review(ctx, limit=DUPLICATE_PAIRS, project=flt.project,
                                all_projects=flt.all_projects).pairs
+    queue = review(ctx, project=flt.project, all_projects=flt.all_projects).items[:REVIEW_ROWS]
     return {
+        "hygiene": [asdict(i) for i in queue],
         "doubted": [m.id for m in doubted],
         "doubted_memories": extra,       # doubted memories the list itself does not carry
         "duplicates": [asdict(p) for p in pairs],

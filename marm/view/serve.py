@@ -29,6 +29,7 @@ import ipaddress
 import secrets
 import sys
 import time
+import typing
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -215,7 +216,7 @@ def run_action(cwd: Path, env: Mapping[str, str], action: str, args: dict) -> di
 def _coerce(action: str, name: str, annotation: Any, value: Any) -> Any:
     from marm.errors import BadInput
 
-    wants_int = annotation is int
+    wants_int = annotation is int or set(typing.get_args(annotation)) == {int, type(None)}  # int | None
     if wants_int:
         if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit():
             raise BadInput(f"{action}: {name} must be a number")

@@ -31,7 +31,14 @@ def test_review_lists_accepts_and_dismisses(marm, tmp_path):
     ids = _populate(marm, repo)
     dup = marm("log", "Emails are sent through Postmark by a background worker", cwd=repo).json()["id"]
     rev = marm("log", "We no longer use Redis for the session cache; sessions live in Postgres", cwd=repo).json()["id"]
+    blog = git_init(tmp_path / "blog")  # another project's duplicate: counted for all projects only
+    for text in ("Posts are rendered to static HTML by a nightly job", "Posts are rendered to static HTML by the nightly job"):
+        assert marm("log", text, cwd=blog).code == 0
     assert marm("drain", "--json", cwd=repo).code == 0
+    status = marm("status", "--json", cwd=repo).json()
+    assert status["review"] == {"contradiction": 1, "duplicate": 1} and status["review_all_projects"] == 3
+    assert "review     2 item(s) wait here (1 contradiction, 1 duplicate): `marm review`; 3 in all projects" in marm(
+        "status", "--text", cwd=repo).out
     listed = marm("review", "--json", cwd=repo)
     assert listed.code == 0, listed.err
     items = {i["kind"]: i for i in listed.json()["items"]}
@@ -46,6 +53,9 @@ def test_review_lists_accepts_and_dismisses(marm, tmp_path):
     assert marm("show", str(redis), "--json", cwd=repo).json()["memory"]["status"] == "superseded"
     assert marm("review", "dismiss", str(items["duplicate"]["id"]), cwd=repo).code == 0
     assert marm("review", "--json", cwd=repo).json()["items"] == []
+    after = marm("status", "--json", cwd=repo).json()
+    assert after["review"] == {} and after["review_all_projects"] == 1  # the blog's item still waits
+    assert "review     nothing waits here; 1 in all projects" in marm("status", "--text", cwd=repo).out
     assert marm("show", str(dup), "--json", cwd=repo).json()["memory"]["status"] == "active"
     # clear errors and exit codes
     missing = marm("review", "accept", cwd=repo)

@@ -244,7 +244,9 @@ def test_compaction_folds_old_episodes_and_restores_them_byte_for_byte(shop):
     (fold,) = done.folds
     assert fold.summary_chars < fold.source_chars  # the store's half is measured by tests/bench/bench_hygiene.py
     summary = memories.get(person.store(), fold.summary_id)
-    assert summary.kind == "summary" and "wrap" in summary.content and "templates/invoice.html" in summary.content
+    assert summary.kind == "summary" and "templates/invoice.html" in summary.content
+    # the cause (what the classifier rates highest) is kept, and said once for four episodes that repeat it
+    assert summary.content.count("the fix waits for the fonts, then measures") == 1
     assert all(_status(person, e) == "superseded" for e in episodes)
     assert _status(person, highlight) == "active" and _status(person, recent) == "active"
     assert all(_status(person, i) == "active" for i in ids.values())  # nothing a person wrote is touched
@@ -305,3 +307,18 @@ def test_a_question_or_a_prompt_reverses_nothing():
     assert reverses("Should we use next instead of the return guard?", older) is None
     said = "Concluded: We use next instead of the return guard in db/seeds.rb now."
     assert reverses(said, older) is not None  # the same cue, stated, still counts
+
+
+def test_word_forms_count_as_one_word_and_other_facts_stay_apart():
+    """The content words are recall's stems: a reworded plural or tense is the same
+    word (a duplicate, a reversal of what the older memory states), another word is not."""
+    from marm.hygiene.similar import near_duplicate, reverses, word_overlap
+
+    assert word_overlap("the upload test retries failed requests", "upload tests retry the failed request") == 1.0
+    assert near_duplicate("The upload tests retry failed requests twice",
+                          "the upload test retries the failed requests twice", 0.5)
+    assert not near_duplicate("The upload tests retry failed requests twice",
+                              "The upload tests never retry failed requests", 0.5)
+    older = "DECISION: we use Redis caches for the sessions."
+    assert reverses("We no longer use the Redis cache for sessions; Postgres holds them", older) is not None
+    assert reverses("We no longer use the Redis cache for rate limits", older) is None  # another purpose

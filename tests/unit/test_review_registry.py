@@ -69,6 +69,8 @@ ARGS: dict[str, Callable[[Seeds], dict[str, Any]]] = {
     "backup": lambda s: {"file": str(s.cwd / "walk-backup.db")},
     "review": lambda s: {"action": "dismiss", "item": _queued(s)},
     "compact": lambda s: _old_episodes(s),
+    "summarize": lambda s: {"action": "stage", "cluster": _old_cluster(s), "summary": "the walk took two steps",
+                            "older_than": 1},
 }
 
 
@@ -97,6 +99,18 @@ def _old_episodes(s: Seeds) -> dict[str, Any]:
     finally:
         writer.close()
     return {"older_than": 1}
+
+
+def _old_cluster(s: Seeds) -> int:
+    """The cluster `marm summarize` offers for the two old episodes (its first one's id)."""
+    from marm.ops.summarize import summarize
+
+    _old_episodes(s)
+    lister = Ctx(cwd=s.cwd, env=dict(os.environ))
+    try:
+        return summarize(lister, older_than=1).clusters[0].id
+    finally:
+        lister.close()
 
 
 def _remote(cwd: Path) -> str:

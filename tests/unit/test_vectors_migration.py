@@ -57,7 +57,8 @@ def _as_schema_6(home):
         blobs.append((*r[:7], matrix[r[11]].astype("<f4").tobytes()))
     conn.execute("DROP TABLE memory_vectors")
     conn.execute("DROP TABLE vector_files")
-    for later in ("hygiene_queue", "hygiene_code_refs", "hygiene_marks", "memory_dates"):  # migrations 8, 9
+    for later in ("hygiene_queue", "hygiene_code_refs", "hygiene_marks", "memory_dates",
+                  "staged_summaries"):  # migrations 8, 9, 10
         conn.execute(f"DROP TABLE {later}")
     conn.execute(V6_TABLE)
     conn.executemany("INSERT INTO memory_vectors VALUES (?,?,?,?,?,?,?,?)", blobs)

@@ -227,6 +227,21 @@
 
   function renderReview() {
     var box = clear($("view-review")), R = D.review;
+    add(box, el("h2", null, "Review queue (" + R.hygiene.length + ")"));
+    if (!R.hygiene.length) add(box, el("p", { class: "muted" }, "nothing waits: the drain found no duplicate, reversal or stale memory"));
+    else add(box, el("table", { id: "review-hygiene" },
+      el("tr", null, el("th", null, "item"), el("th", null, "kind"), el("th", null, "found"), el("th", null, "memory"), el("th", null, "other"), D.serve ? el("th", null, "") : null),
+      R.hygiene.map(function (i) {
+        var files = (i.detail.files || []).slice(0, 5).map(function (f) { return el("div", { class: "mono" }, f.path + ": " + f.change); });
+        var verb = { duplicate: "merge", contradiction: "supersede", stale: "doubt" }[i.kind] || "accept";
+        return el("tr", { "data-item": i.id }, el("td", { class: "num" }, i.id), el("td", null, i.kind),
+          el("td", null, "#" + i.old_id + " " + i.what, files),
+          el("td", null, i.old ? [memoryLink(i.old.id), " ", oneLine(i.old.content, 110)] : ""),
+          el("td", null, i.new ? [memoryLink(i.new.id), " ", oneLine(i.new.content, 110)] : ""),
+          D.serve ? el("td", { class: "actions" },
+            el("button", { type: "button", "data-verdict": "accept", on: { click: function () { act("review", { action: "accept", item: i.id }); } } }, verb),
+            el("button", { type: "button", "data-verdict": "dismiss", on: { click: function () { act("review", { action: "dismiss", item: i.id }); } } }, "keep both")) : null);
+      })));
     add(box, el("h2", null, "Doubted memories (" + R.doubted.length + ")"));
     if (!R.doubted.length) add(box, el("p", { class: "muted" }, "nothing doubted"));
     add(box, el("ol", { id: "review-doubted", class: "plain" }, R.doubted.map(function (id) {
@@ -531,6 +546,8 @@
   }
 
   function renderAll() {
+    var waiting = D.review.hygiene.length;  // the review queue's size, where a user looks first
+    document.querySelector("#tabs button[data-tab=review]").textContent = waiting ? "Review (" + waiting + ")" : "Review";
     index();
     setupFilters();
     rendered = { memories: true };
