@@ -320,6 +320,9 @@ def serve(cwd: Path, env: Mapping[str, str]) -> Served:
 
     logging.basicConfig(stream=sys.stderr, level=_log_level(env),
                         format="marm mcp: %(levelname)s %(name)s: %(message)s")
+    from marm import embed
+
+    embed.expect_bulk()  # a whole session of recalls and background embedding
     server, served = build(cwd, env)
 
     def stop(signum: int, frame: Any) -> None:

@@ -242,9 +242,19 @@ def last_failure(home: Path, model: str) -> str | None:
     return reason if name == model else None
 
 
+_BULK = False
+
+
+def expect_bulk() -> None:
+    """Say that this process will embed many texts (a drain, ``marm mcp``): an encoder it
+    loads from now on is prepared for throughput rather than for a quick start."""
+    global _BULK
+    _BULK = True
+
+
 def _load(cfg: Settings) -> Encoder:
     if cfg.model == DEFAULT_MODEL:
-        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home)))
+        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home), bulk=_BULK))
     return Encoder(cfg.model, _fastembed(cfg))
 
 
@@ -284,13 +294,19 @@ class _OnnxEngine:
     mask, L2-normalise); a test holds its vectors equal to fastembed's. Queries, hooks,
     the MCP server and the drain all use it, so a process never holds two engines.
 
-    Basic graph optimisation: without it the int8 graph runs ~3x slower a query. (Saving
-    the optimised graph once and loading it with optimisation off was measured: session
-    start 0.133 -> 0.105 s of CPU, for a 90 MB file in every home, since the optimiser
-    folds the int8 weights into floats; not worth it.)
+    How the graph is prepared depends on what the process does with it (``bulk``). The
+    int8 weights reach their MatMuls through Cast and Mul nodes; basic graph
+    optimisation folds them into float weights once, at session start (~0.19 s of CPU
+    here), after which a short text costs ~40 ms instead of ~57 ms. A process that
+    embeds one query (a cold recall, a hook) never earns that back, so by default the
+    graph is left as it is, without pre-packing either: session start plus the first
+    query drop from ~0.30 to ~0.15 s of CPU. A process that embeds in bulk (a drain,
+    ``marm mcp`` for a whole session; ``expect_bulk``) optimises. The vectors agree to
+    ~1e-5. (Saving the folded graph once and loading it next time was measured too:
+    0.105 s of CPU at session start for a 90 MB file in every home; not worth it.)
     """
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, bulk: bool) -> None:
         import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -302,7 +318,11 @@ class _OnnxEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        if bulk:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        else:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            options.add_session_config_entry("session.disable_prepacking", "1")
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
                                              providers=["CPUExecutionProvider"])
         width = self._session.get_outputs()[0].shape[-1]

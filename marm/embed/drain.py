@@ -79,6 +79,7 @@ def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> 
 
 
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
+    embed.expect_bulk()  # a drain embeds batch after batch: worth a graph built for it
     store = ctx.store()
     return embed_tasks(store, ctx.home, encoder_for(store, ctx.home, dict(ctx.env)), tasks)
 
