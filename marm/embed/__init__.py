@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -196,10 +197,37 @@ def _plain_tokenizer(engine: Any) -> Any:
 
 _LOADED: dict[tuple[str, str], Encoder] = {}
 _FAILED: dict[tuple[str, str], str] = {}
+_STARTED: set[tuple[str, str]] = set()
+#: Held while a model loads: two threads of one process (a recall and the MCP server's
+#: background drain) never load two engines.
+_LOADING = threading.Lock()
+
+
+def start(cfg: Settings) -> None:
+    """Begin loading ``cfg``'s encoder on a thread, unless this process has: the caller
+    reads the store meanwhile, and ``load`` waits for it. onnxruntime builds its session
+    without the interpreter's lock, so on a second core the two overlap."""
+    key = (cfg.model, str(cfg.home))
+    if key in _LOADED or key in _FAILED or key in _STARTED:
+        return
+    _STARTED.add(key)
+    threading.Thread(target=_load_quietly, args=(cfg,), name="marm-encoder", daemon=True).start()
+
+
+def _load_quietly(cfg: Settings) -> None:
+    try:
+        load(cfg)
+    except Unavailable:
+        pass  # remembered: the caller's ``load`` raises it
 
 
 def load(cfg: Settings) -> Encoder:
     """The process's encoder for ``cfg`` (loaded on first call); ``Unavailable`` says why not."""
+    with _LOADING:
+        return _load_once(cfg)
+
+
+def _load_once(cfg: Settings) -> Encoder:
     key = (cfg.model, str(cfg.home))
     if key in _LOADED:
         return _LOADED[key]

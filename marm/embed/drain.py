@@ -78,6 +78,12 @@ def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> 
     return embed.load(cfg)
 
 
+def start_encoder(store: Store, home: Path, env: dict[str, str] | None = None) -> None:
+    """Start loading the configured model on a thread (``embed.start``), for a recall by
+    meaning to come: ``encoder_for`` then waits for it."""
+    embed.start(embed.settings(home, flags.all_saved(store), env if env is not None else os.environ))
+
+
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
     embed.expect_bulk()  # a drain embeds batch after batch: worth a graph built for it
     store = ctx.store()

@@ -63,6 +63,10 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
     literal = literal_of(query)
     if mode == "exact" or (mode == "auto" and literal is not None):
         return exact(store, literal if literal is not None else query, flt, limit)
+    if mode != "lexical":
+        from marm.embed.drain import start_encoder  # start-up cost: see ``meaning``
+
+        start_encoder(store, store.path.parent)  # it loads while the literals are looked up
     only = holders(store, literals_in(query), flt) if mode != "semantic" else None
     if mode == "lexical":
         return Outcome("lexical", words(store, query, flt, limit, only=only))
