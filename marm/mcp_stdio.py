@@ -276,6 +276,17 @@ def _read(fd: int, inbox: queue.Queue[bytes | None]) -> None:
     inbox.put(None)
 
 
+def exit_on_signals() -> None:
+    """SIGINT and SIGTERM end the process at once, whatever it is doing."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _stop)
+
+
+def _stop(signum: int, frame: Any) -> None:
+    sys.stderr.flush()
+    os._exit(128 + signum)
+
+
 def serve(cwd: Path, env: Mapping[str, str], home: Path) -> Served | None:
     """Serve over STDIO until the client closes the connection; logs go to stderr.
     Returns what was served (None: the client left before the SDK was up).
@@ -284,12 +295,7 @@ def serve(cwd: Path, env: Mapping[str, str], home: Path) -> Served | None:
     a drain running in the background is cut off mid-transaction, which SQLite rolls
     back, and its tasks are taken up again by the next drain.
     """
-    def stop(signum: int, frame: Any) -> None:
-        sys.stderr.flush()
-        os._exit(128 + signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop)
+    exit_on_signals()
     logging.basicConfig(stream=sys.stderr, level="DEBUG" if env.get("MARM_DEBUG") else "WARNING",
                         format="marm mcp: %(levelname)s %(name)s: %(message)s")
     wire_in, wire_out = _claim()
