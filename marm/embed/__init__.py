@@ -31,13 +31,15 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from marm import config
 from marm.errors import Unavailable
 from marm.store import perms
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Its vectors' width.
+DEFAULT_DIM = 384
 BATCH = 32
 #: Token windows for chunking: the model was trained on 256 tokens (specials included).
 WINDOW_TOKENS = 200
@@ -367,6 +369,47 @@ class _OnnxEngine:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+class Embedder(Protocol):
+    """What recall and the embed drain use of an encoder (``Encoder``, or ``Loading``)."""
+
+    model: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+    def spans(self, text: str) -> list[tuple[int, int]]: ...
+
+
+class Loading:
+    """The default model still loading on a thread (``soon``): its id and width are known
+    (the width is fixed by the verified file), ``embed`` and ``spans`` wait for it and
+    raise ``Unavailable`` if it could not be loaded."""
+
+    def __init__(self, cfg: Settings) -> None:
+        self.model, self.dim, self.cfg = cfg.model, DEFAULT_DIM, cfg
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return load(self.cfg).embed(texts)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return load(self.cfg).spans(text)
+
+
+def ready(encoder: Embedder) -> Embedder:
+    """``encoder``, loaded: waits for a ``Loading`` (``Unavailable`` if it could not be)."""
+    return load(encoder.cfg) if isinstance(encoder, Loading) else encoder
+
+
+def soon(cfg: Settings) -> Embedder:
+    """The process's encoder for ``cfg``, or the default model loading on a thread, so
+    that the caller reads the store meanwhile; another model is waited for (its width is
+    known once it is loaded)."""
+    if cfg.model != DEFAULT_MODEL or (key := (cfg.model, str(cfg.home))) in _LOADED or key in _FAILED:
+        return load(cfg)
+    start(cfg)
+    return Loading(cfg)
 
 
 def loaded(cfg: Settings) -> Encoder | None:

@@ -164,3 +164,19 @@ def test_a_quick_start_and_a_bulk_graph_give_the_same_vectors(ctx):
     assert quick.shape == bulk.shape == (3, 384)
     assert np.abs(quick - bulk).max() < 1e-5
     assert float(quick[0] @ quick[1]) > float(quick[0] @ quick[2])  # still a model that reads
+
+
+def test_a_default_model_that_fails_on_its_thread_answers_from_words_and_fails_no_task(ctx, monkeypatch):
+    target = write_memory(ctx, "the payment webhook uses idempotency keys", project="p").id
+    write_memory(ctx, "the docker build uses a smaller base image", project="p")
+
+    def broken(cfg):
+        time.sleep(0.2)  # fails while the recall reads the store
+        raise embed.Unavailable("the default model file fails its SHA256 check")
+
+    monkeypatch.setattr(embed, "_load", broken)
+    out = recall.run(ctx.store(), "payment webhook", _filter(ctx), 5, "hybrid")
+    assert out.mode == "lexical_only" and "SHA256" in (out.note or "")
+    assert out.hits[0].memory.id == target and out.hits[0].retrieval_mode == "lexical_only"
+    attempts = [r[0] for r in ctx.store().conn.execute("SELECT attempts FROM outbox WHERE kind = 'embed'")]
+    assert attempts == [0, 0]  # still queued as they were, for a drain with a working model
