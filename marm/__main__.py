@@ -25,6 +25,13 @@ def main() -> None:
 
         sys.exit(hook_main(args[1:]))
     if args == ["mcp"]:
+        # A client may stop the server while it is still starting: before anything is
+        # imported (a KeyboardInterrupt raised inside orjson's module init crashes the
+        # process), as ``marm.mcp_stdio`` does once it runs.
+        import signal
+
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda signum, frame: os._exit(128 + signum))
         code = _serve()
         # The client is gone: skip the interpreter's teardown of the server's threads
         # and modules (half a second), so the process is over as soon as it is told.

@@ -22,7 +22,9 @@ path. A recall right after a write still finds the new memory. That policy, and 
 connection held open for the server's life, are ``marm.ops.background``'s; this face
 only reports calls and successful writes to them.
 
-This module imports ``mcp`` at the top: only ``marm mcp`` imports it.
+The STDIO side (the descriptors, the handshake answered while this module loads, the
+signals) is ``marm.mcp_stdio``'s; ``run`` serves the client's stream once the server is
+built. This module imports ``mcp`` at the top: only ``marm mcp`` imports it, on a thread.
 """
 
 from __future__ import annotations
@@ -33,7 +35,6 @@ import inspect
 import logging
 import os
 import re
-import sys
 import threading
 import time
 import typing
@@ -307,31 +308,15 @@ def _log_level(env: Mapping[str, str]) -> typing.Literal["DEBUG", "WARNING"]:
     return "DEBUG" if env.get("MARM_DEBUG") else "WARNING"
 
 
-def serve(cwd: Path, env: Mapping[str, str]) -> Served:
-    """Serve over STDIO until the client closes the connection; logs go to stderr.
+def run(server: MCPServer, stdin: Any, stdout: Any) -> None:
+    """Serve one client with the SDK until its stream ends: ``stdin`` yields its lines
+    (``async for``), ``stdout`` takes the answers (``await write``, ``flush``), as the
+    SDK's STDIO transport reads and writes them (``marm.mcp_stdio``)."""
+    from mcp.server.stdio import stdio_server
 
-    Clients stop their servers by closing stdin, by SIGINT (Claude Code, followed by
-    SIGTERM 100 ms later) or by SIGTERM: each ends the process at once. Work the session
-    queued (embeddings) stays queued in the outbox for the next drain; a drain running
-    in the background is cut off mid-transaction, which SQLite rolls back, and its
-    tasks are taken up again by the next drain.
-    """
-    import signal
+    async def main() -> None:
+        lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async runs, on our streams
+        async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+            await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
 
-    logging.basicConfig(stream=sys.stderr, level=_log_level(env),
-                        format="marm mcp: %(levelname)s %(name)s: %(message)s")
-    server, served = build(cwd, env)
-
-    def stop(signum: int, frame: Any) -> None:
-        sys.stderr.flush()
-        os._exit(128 + signum)
-
-    for signum in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(signum, stop)
-    try:
-        server.run("stdio")
-    finally:
-        # Queued work stays queued; the drain thread (a daemon) and the connection kept
-        # open end with the process: closing it would checkpoint the WAL, tens of ms.
-        served.background.finish(timeout=0, run_pending=False)
-    return served
+    anyio.run(main)

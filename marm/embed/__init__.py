@@ -27,16 +27,19 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from marm import config
 from marm.errors import Unavailable
 from marm.store import perms
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+#: Its vectors' width.
+DEFAULT_DIM = 384
 BATCH = 32
 #: Token windows for chunking: the model was trained on 256 tokens (specials included).
 WINDOW_TOKENS = 200
@@ -196,10 +199,37 @@ def _plain_tokenizer(engine: Any) -> Any:
 
 _LOADED: dict[tuple[str, str], Encoder] = {}
 _FAILED: dict[tuple[str, str], str] = {}
+_STARTED: set[tuple[str, str]] = set()
+#: Held while a model loads: two threads of one process (a recall and the MCP server's
+#: background drain) never load two engines.
+_LOADING = threading.Lock()
+
+
+def start(cfg: Settings) -> None:
+    """Begin loading ``cfg``'s encoder on a thread, unless this process has: the caller
+    reads the store meanwhile, and ``load`` waits for it. onnxruntime builds its session
+    without the interpreter's lock, so on a second core the two overlap."""
+    key = (cfg.model, str(cfg.home))
+    if key in _LOADED or key in _FAILED or key in _STARTED:
+        return
+    _STARTED.add(key)
+    threading.Thread(target=_load_quietly, args=(cfg,), name="marm-encoder", daemon=True).start()
+
+
+def _load_quietly(cfg: Settings) -> None:
+    try:
+        load(cfg)
+    except Unavailable:
+        pass  # remembered: the caller's ``load`` raises it
 
 
 def load(cfg: Settings) -> Encoder:
     """The process's encoder for ``cfg`` (loaded on first call); ``Unavailable`` says why not."""
+    with _LOADING:
+        return _load_once(cfg)
+
+
+def _load_once(cfg: Settings) -> Encoder:
     key = (cfg.model, str(cfg.home))
     if key in _LOADED:
         return _LOADED[key]
@@ -242,9 +272,19 @@ def last_failure(home: Path, model: str) -> str | None:
     return reason if name == model else None
 
 
+_BULK = False
+
+
+def expect_bulk() -> None:
+    """Say that this process will embed many texts (a drain, ``marm mcp``): an encoder it
+    loads from now on is prepared for throughput rather than for a quick start."""
+    global _BULK
+    _BULK = True
+
+
 def _load(cfg: Settings) -> Encoder:
     if cfg.model == DEFAULT_MODEL:
-        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home)))
+        return Encoder(cfg.model, _OnnxEngine(default_model_dir(cfg.home), bulk=_BULK))
     return Encoder(cfg.model, _fastembed(cfg))
 
 
@@ -284,13 +324,19 @@ class _OnnxEngine:
     mask, L2-normalise); a test holds its vectors equal to fastembed's. Queries, hooks,
     the MCP server and the drain all use it, so a process never holds two engines.
 
-    Basic graph optimisation: without it the int8 graph runs ~3x slower a query. (Saving
-    the optimised graph once and loading it with optimisation off was measured: session
-    start 0.133 -> 0.105 s of CPU, for a 90 MB file in every home, since the optimiser
-    folds the int8 weights into floats; not worth it.)
+    How the graph is prepared depends on what the process does with it (``bulk``). The
+    int8 weights reach their MatMuls through Cast and Mul nodes; basic graph
+    optimisation folds them into float weights once, at session start (~0.19 s of CPU
+    here), after which a short text costs ~40 ms instead of ~57 ms. A process that
+    embeds one query (a cold recall, a hook) never earns that back, so by default the
+    graph is left as it is, without pre-packing either: session start plus the first
+    query drop from ~0.30 to ~0.15 s of CPU. A process that embeds in bulk (a drain,
+    ``marm mcp`` for a whole session; ``expect_bulk``) optimises. The vectors agree to
+    ~1e-5. (Saving the folded graph once and loading it next time was measured too:
+    0.105 s of CPU at session start for a 90 MB file in every home; not worth it.)
     """
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, bulk: bool) -> None:
         import numpy as np
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -302,7 +348,11 @@ class _OnnxEngine:
         options = ort.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        if bulk:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        else:
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+            options.add_session_config_entry("session.disable_prepacking", "1")
         self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
                                              providers=["CPUExecutionProvider"])
         width = self._session.get_outputs()[0].shape[-1]
@@ -319,6 +369,47 @@ class _OnnxEngine:
             weights = mask[..., None].astype(np.float32)
             pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             yield from pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+
+
+class Embedder(Protocol):
+    """What recall and the embed drain use of an encoder (``Encoder``, or ``Loading``)."""
+
+    model: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...
+
+    def spans(self, text: str) -> list[tuple[int, int]]: ...
+
+
+class Loading:
+    """The default model still loading on a thread (``soon``): its id and width are known
+    (the width is fixed by the verified file), ``embed`` and ``spans`` wait for it and
+    raise ``Unavailable`` if it could not be loaded."""
+
+    def __init__(self, cfg: Settings) -> None:
+        self.model, self.dim, self.cfg = cfg.model, DEFAULT_DIM, cfg
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        return load(self.cfg).embed(texts)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        return load(self.cfg).spans(text)
+
+
+def ready(encoder: Embedder) -> Embedder:
+    """``encoder``, loaded: waits for a ``Loading`` (``Unavailable`` if it could not be)."""
+    return load(encoder.cfg) if isinstance(encoder, Loading) else encoder
+
+
+def soon(cfg: Settings) -> Embedder:
+    """The process's encoder for ``cfg``, or the default model loading on a thread, so
+    that the caller reads the store meanwhile; another model is waited for (its width is
+    known once it is loaded)."""
+    if cfg.model != DEFAULT_MODEL or (key := (cfg.model, str(cfg.home))) in _LOADED or key in _FAILED:
+        return load(cfg)
+    start(cfg)
+    return Loading(cfg)
 
 
 def loaded(cfg: Settings) -> Encoder | None:

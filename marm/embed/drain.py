@@ -33,7 +33,7 @@ from marm.store.records import Memory, Task
 BATCH = 64
 
 
-def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Task]) -> dict[int, str]:
+def embed_tasks(store: Store, home: Path, encoder: embed.Embedder, tasks: list[Task]) -> dict[int, str]:
     """Embed the memories of ``tasks`` and store their vectors. Returns failures by task id.
 
     The batch is embedded at once; if that fails, each memory is tried alone, so one
@@ -61,7 +61,7 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Encoder, tasks: list[Ta
     return errors
 
 
-def _embed(encoder: embed.Encoder, todo: list[Memory]) -> list[tuple[Memory, list[vectors.Chunk], Any]]:
+def _embed(encoder: embed.Embedder, todo: list[Memory]) -> list[tuple[Memory, list[vectors.Chunk], Any]]:
     """(memory, its chunks, their vectors) for each memory, all embedded in one call."""
     spans = [encoder.spans(m.content) for m in todo]
     matrix = encoder.embed([m.content[s:e] for m, sp in zip(todo, spans, strict=True) for s, e in sp])
@@ -78,12 +78,25 @@ def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> 
     return embed.load(cfg)
 
 
+def encoder_soon(store: Store, home: Path) -> embed.Embedder:
+    """The configured model, perhaps still loading on a thread (``embed.soon``): a recall
+    reads the store meanwhile; ``Unavailable`` comes when it is first used."""
+    return embed.soon(embed.settings(home, flags.all_saved(store), os.environ))
+
+
+def start_encoder(store: Store, home: Path, env: dict[str, str] | None = None) -> None:
+    """Start loading the configured model on a thread (``embed.start``), for a recall by
+    meaning to come: ``encoder_for`` then waits for it."""
+    embed.start(embed.settings(home, flags.all_saved(store), env if env is not None else os.environ))
+
+
 def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
+    embed.expect_bulk()  # a drain embeds batch after batch: worth a graph built for it
     store = ctx.store()
     return embed_tasks(store, ctx.home, encoder_for(store, ctx.home, dict(ctx.env)), tasks)
 
 
-def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) -> int:
+def embed_pending(store: Store, home: Path, encoder: embed.Embedder, limit: int) -> int:
     """Embed up to ``limit`` pending tasks now, if no drain holds the lease; return how many.
 
     For a process that has loaded the encoder anyway (a hybrid recall): it helps the
@@ -91,6 +104,7 @@ def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) 
     """
     if not outbox.pending(store, "embed"):
         return 0
+    encoder = embed.ready(encoder)  # a model that cannot load fails no task
     try:
         with leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"):
             outbox.release_orphans(store, ["embed"])
@@ -108,7 +122,7 @@ def embed_pending(store: Store, home: Path, encoder: embed.Encoder, limit: int) 
         return 0
 
 
-def unstored(store: Store, encoder: embed.Encoder, flt: Filter, limit: int) -> tuple[Any, Any] | None:
+def unstored(store: Store, encoder: embed.Embedder, flt: Filter, limit: int) -> tuple[Any, Any] | None:
     """(ids, vectors) of the newest memories in scope still waiting for their vectors,
     embedded now and kept in memory only: a recall scores a memory written a moment ago
     by its meaning too, even while a drain holds the lease or has claimed its task.

@@ -101,19 +101,22 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     does not already have (nothing from this session since its last compaction)."""
     from marm.hooks import inject
     from marm.ops import capture
-    from marm.ops.memory import find
+    from marm.ops.memory import find, prepare_meaning
 
     text = ev.prompt
     if not text:
         return None
-    if ev.session_id and _on(ctx, "capture"):
-        capture.note_prompt(ctx, ev.session_id, text, ev.transcript_path, ev.agent)
-    if not _on(ctx, "inject") or inject.is_trivial(text):
-        return None
+    injecting = _on(ctx, "inject") and not inject.is_trivial(text)
     lane = ctx.setting("inject.recall")
     single = not any(c.isspace() for c in text.strip())
     # The embedding model reads English; other languages are matched on their words.
     mode = "exact" if single else ("lexical" if lane == "lexical" or not capture.reads_as_english(text) else "hybrid")
+    if injecting and mode == "hybrid":
+        prepare_meaning(ctx)  # the model loads on a thread while the prompt is journalled
+    if ev.session_id and _on(ctx, "capture"):
+        capture.note_prompt(ctx, ev.session_id, text, ev.transcript_path, ev.agent)
+    if not injecting:
+        return None
     query = text if single else " ".join(text.split()[:200])
     project = ctx.project()
     try:

@@ -253,6 +253,14 @@ def find(ctx: Ctx, query: str, project: str | None, limit: int, mode: str,
     return recall_lanes.run(ctx.store(), query, Filter(project=project), limit, mode, embed_backlog=embed_backlog)
 
 
+def prepare_meaning(ctx: Ctx) -> None:
+    """Start loading the embedding model on a thread for a recall by meaning to come (a
+    prompt hook journals the prompt meanwhile); the recall waits for it."""
+    from marm.embed.drain import start_encoder  # start-up cost: only a recall by meaning needs it
+
+    start_encoder(ctx.store(), ctx.home, dict(ctx.env))
+
+
 @op("recall", mcp="marm_smart_recall", read_only=True, idempotent=True)
 def recall(
     ctx: Ctx,

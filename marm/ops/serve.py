@@ -36,11 +36,15 @@ def mcp(ctx: Ctx) -> ServeResult:
     """
     import time
 
-    from marm import mcp_server  # start-up cost: the MCP SDK loads only for `marm mcp`
+    from marm import embed, mcp_stdio  # start-up cost: the MCP SDK loads only for `marm mcp`
 
-    served = mcp_server.serve(ctx.cwd, ctx.env)
+    started = time.monotonic()
+    embed.expect_bulk()  # a whole session of recalls and background embedding
+    served = mcp_stdio.serve(ctx.cwd, ctx.env, ctx.home)
     # The protocol is over: point stdout at stderr so the summary the CLI prints for
     # this command can never reach a client still reading our stdout.
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    if served is None:  # the client left before the server was up
+        return ServeResult(0, 0, round(time.monotonic() - started, 3))
     return ServeResult(served.calls, served.errors, round(time.monotonic() - served.started, 3))

@@ -63,6 +63,10 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
     literal = literal_of(query)
     if mode == "exact" or (mode == "auto" and literal is not None):
         return exact(store, literal if literal is not None else query, flt, limit)
+    if mode != "lexical":
+        from marm.embed.drain import start_encoder  # start-up cost: see ``meaning``
+
+        start_encoder(store, store.path.parent)  # it loads while the literals are looked up
     only = holders(store, literals_in(query), flt) if mode != "semantic" else None
     if mode == "lexical":
         return Outcome("lexical", words(store, query, flt, limit, only=only))
@@ -89,26 +93,30 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
     ``only``: when given, these memories rank first (``holders``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
-    from marm.embed.drain import embed_pending, encoder_for, unstored
+    from marm.embed.drain import embed_pending, encoder_soon, unstored
     from marm.recall import hybrid
 
     home = store.path.parent
     try:
-        encoder = encoder_for(store, home)
+        # The model may still be loading on a thread: the word side of the search reads
+        # the store meanwhile, and the query's embedding (on hybrid's worker) waits for it.
+        encoder = encoder_soon(store, home)
+        fresh = None
+        try:
+            if embed_backlog:
+                embed_pending(store, home, encoder, EMBED_ON_RECALL)
+                fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
+        except Unavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
+            import logging
+
+            logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
+        hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only,
+                             episode_half_life_days=_half_life(store), fresh=[fresh] if fresh is not None else [])
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", only=only),
                        note=f"answered from words only: {exc.message}")
-    fresh = None
-    try:
-        if embed_backlog:
-            embed_pending(store, home, encoder, EMBED_ON_RECALL)
-            fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
-    except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
-        import logging
-
-        logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-    hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only,
-                         episode_half_life_days=_half_life(store), fresh=[fresh] if fresh is not None else [])
     return Outcome("semantic" if semantic_only else "hybrid", hits)
 
 

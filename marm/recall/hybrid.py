@@ -68,7 +68,7 @@ if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query 
     import numpy as np
     from numpy.typing import NDArray
 
-    from marm.embed import Encoder
+    from marm.embed import Embedder
 
     #: One matrix part: memory ids and, per row, a vector (or a cosine).
     Part = tuple[NDArray[np.int64], NDArray[np.float32]]
@@ -233,7 +233,7 @@ class Meaning:
     ``top`` and ``of`` wait for the scores.
     """
 
-    def __init__(self, store: Store, home: Path, encoder: Encoder, query: str, flt: Filter,
+    def __init__(self, store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
                  fresh: Sequence[Part] = ()) -> None:
         import numpy as np
 
@@ -243,7 +243,7 @@ class Meaning:
             flt.session is not None or flt.kind is not None or flt.as_of is not None) else None
         self._scores = _worker().submit(self._score, encoder, query, parts, allowed)
 
-    def _score(self, encoder: Encoder, query: str, parts: list[Part],
+    def _score(self, encoder: Embedder, query: str, parts: list[Part],
                allowed: NDArray[np.int64] | None) -> list[Part]:
         np = self.np
         q = encoder.embed([query])[0]
@@ -285,7 +285,7 @@ class Meaning:
         return best
 
 
-def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, limit: int,
+def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None,
            only: set[int] | None = None,
            episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS,

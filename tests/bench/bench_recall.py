@@ -304,7 +304,7 @@ def measure(home: Path, n: int, args: argparse.Namespace) -> dict[str, float]:
     load = matrix_load(home, 5)
     print(f"  vector files cold map + scan (fresh process): {load * 1000:.1f} ms median")
     results[f"matrix_load_ms_{k}"] = round(load * 1000, 1)
-    cold_recall(home, 1)  # the first process of a home saves the optimised model: not a cold start
+    cold_recall(home, 1)  # the first process of a home checks the model file once: not a cold start
     walls, cpus = cold_recall(home, args.cold_runs)
     med = statistics.median(walls)
     print(f"  cold `marm recall --mode hybrid`: median {med:.3f}s over {len(walls)} runs "

@@ -107,7 +107,7 @@ def test_routing_exact_for_syntax_and_lexical_only_without_a_model(ctx, monkeypa
     def unavailable(*_a, **_k):
         raise Unavailable("the model is gone")
 
-    monkeypatch.setattr(marm.embed.drain, "encoder_for", unavailable)
+    monkeypatch.setattr(marm.embed.drain, "encoder_soon", unavailable)
     out = recall.run(ctx.store(), "worker retry limit", _filter(ctx), 5, "hybrid")
     assert out.mode == "lexical_only" and "the model is gone" in out.note
     assert out.hits[0].memory.id == lit and out.hits[0].retrieval_mode == "lexical_only"

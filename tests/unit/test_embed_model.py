@@ -130,3 +130,53 @@ def test_the_onnx_engine_matches_fastembed(ctx):
     full = embed.Encoder(cfg.model, embed._fastembed(cfg)).embed(texts)
     assert lean.shape == full.shape == (4, 384)
     assert np.abs(lean - full).max() < 1e-4
+
+
+def test_a_load_started_on_a_thread_is_the_one_every_caller_gets(ctx):
+    import threading
+
+    import onnxruntime
+
+    cfg = embed.settings(ctx.home, {}, os.environ)
+    assert embed.loaded(cfg) is None
+    embed.start(cfg)  # a recall starts it, then reads the store
+    got: list[embed.Encoder] = []
+    callers = [threading.Thread(target=lambda: got.append(embed.load(cfg))) for _ in range(3)]
+    for t in callers:
+        t.start()
+    got.append(embed.load(cfg))
+    for t in callers:
+        t.join()
+    assert len(got) == 4 and all(e is got[0] for e in got) and embed.loaded(cfg) is got[0]
+    engines = {id(e._engine) for e in got}
+    assert len(engines) == 1
+    assert isinstance(got[0]._engine._session, onnxruntime.InferenceSession)
+    assert got[0].embed(["the payment webhook"]).shape == (1, 384)
+
+
+def test_a_quick_start_and_a_bulk_graph_give_the_same_vectors(ctx):
+    import numpy as np
+
+    texts = ["how do we stop charging customers twice", "idempotency keys on the payment webhook", "short"]
+    model_dir = embed.default_model_dir(ctx.home)
+    quick = embed.Encoder(embed.DEFAULT_MODEL, embed._OnnxEngine(model_dir, bulk=False)).embed(texts)
+    bulk = embed.Encoder(embed.DEFAULT_MODEL, embed._OnnxEngine(model_dir, bulk=True)).embed(texts)
+    assert quick.shape == bulk.shape == (3, 384)
+    assert np.abs(quick - bulk).max() < 1e-5
+    assert float(quick[0] @ quick[1]) > float(quick[0] @ quick[2])  # still a model that reads
+
+
+def test_a_default_model_that_fails_on_its_thread_answers_from_words_and_fails_no_task(ctx, monkeypatch):
+    target = write_memory(ctx, "the payment webhook uses idempotency keys", project="p").id
+    write_memory(ctx, "the docker build uses a smaller base image", project="p")
+
+    def broken(cfg):
+        time.sleep(0.2)  # fails while the recall reads the store
+        raise embed.Unavailable("the default model file fails its SHA256 check")
+
+    monkeypatch.setattr(embed, "_load", broken)
+    out = recall.run(ctx.store(), "payment webhook", _filter(ctx), 5, "hybrid")
+    assert out.mode == "lexical_only" and "SHA256" in (out.note or "")
+    assert out.hits[0].memory.id == target and out.hits[0].retrieval_mode == "lexical_only"
+    attempts = [r[0] for r in ctx.store().conn.execute("SELECT attempts FROM outbox WHERE kind = 'embed'")]
+    assert attempts == [0, 0]  # still queued as they were, for a drain with a working model

@@ -9,7 +9,7 @@ cost, never a way to hide a cycle.
                (the completion table, read off the CLI)
     face ops   marm.ops.agents (``marm hook``, ``marm init``), marm.ops.serve (``marm mcp``),
                marm.ops.view (``marm view``): the ops that start a face
-    faces      marm.hooks, marm.mcp_server, marm.install, marm.view
+    faces      marm.hooks, marm.mcp_server, marm.mcp_stdio, marm.install, marm.view
     ops        marm.ops (every other op, the registry, shared parameters and results),
                marm.importers (what ``marm import`` reads from other tools), marm.sync (replication)
     parts      marm.capture, marm.recall, marm.concepts, marm.code, marm.embed, marm.drain,
@@ -28,7 +28,7 @@ import pytest
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("marm.__main__", "marm.cli", "marm.completion.build", "marm.completion.__main__"),
     ("marm.ops.agents", "marm.ops.serve", "marm.ops.view"),
-    ("marm.hooks", "marm.mcp_server", "marm.install", "marm.view"),
+    ("marm.hooks", "marm.mcp_server", "marm.mcp_stdio", "marm.install", "marm.view"),
     ("marm.ops", "marm.importers", "marm.sync"),
     ("marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain",
      "marm.hygiene"),
@@ -39,7 +39,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 
 #: Hooks and the MCP server call ops, never the store or a part directly. They may name
 #: the records ops hand out (``marm.store.records``).
-FACES = ("marm.hooks", "marm.mcp_server")
+FACES = ("marm.hooks", "marm.mcp_server", "marm.mcp_stdio")
 FACES_MAY_NOT_IMPORT = ("marm.store", "marm.capture", "marm.recall", "marm.concepts", "marm.code", "marm.embed", "marm.drain")
 FACES_MAY_IMPORT = {
     "marm.store.records": "the typed records ops return",
