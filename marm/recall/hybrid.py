@@ -327,7 +327,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
     only = shape.holding(facts.held)
-    found = _candidates(store, meaning, topic, flt, limit, facts, only)
+    found = _candidates(store, meaning, topic, flt, limit, facts, only, dated=bool(spans))
     base = _id_scores(found, weights)
     if only is not None:  # what holds the question's literal comes first; the rest may follow
         base = {mid: sc + (LITERAL_BOOST if mid in only else 0.0) for mid, sc in base.items()}
@@ -352,7 +352,7 @@ def search(store: Store, home: Path, encoder: Encoder, query: str, flt: Filter, 
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
     pool = scored[: limit * 3]
-    seen = {mid: rows[mid].memory for _, mid in pool}
+    seen = {mid: rows[mid].memory() for _, mid in pool}
     pool = aging.aged(pool, seen, now, episode_half_life_days)
     pool = below_its_highlights(pool, seen)
     pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
@@ -405,11 +405,11 @@ class Candidates:
 
 
 def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
-                facts: recall_reads.Facts, only: set[int] | None = None) -> Candidates:
+                facts: recall_reads.Facts, only: set[int] | None = None, dated: bool = False) -> Candidates:
     """The best word matches, the best vector matches, the session neighbours of the word
     matches, the replies to the questions among both, the memories valid at (or naming)
-    a date the query names, and ``only`` (memories a literal of the query picked).
-    Two statements: the word matches with their neighbours while the worker scores the
+    a date the query names, and ``only`` (memories a literal of the query picked); with
+    ``dated`` (the query names a date), the dates each candidate names. Two statements: the word matches with their neighbours while the worker scores the
     meaning, then every candidate's row with the vector matches' neighbours."""
     words, near = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3), facts)
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
@@ -420,7 +420,7 @@ def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: 
     after = {near.before[q]: words[q] for q in words if q in near.before}
     known = set(top) | set(words) | set(before) | set(after) | (only or set()) | set(facts.dated)
     known.update(near.after[p] for p in near.asking if p in near.after)
-    read = recall_reads.rows(store, flt, known, top, dates=True)
+    read = recall_reads.rows(store, flt, known, top, dates=dated)
     asking = near.asking | read.near.asking
     follows = {**read.near.after, **near.after}
     replies = {follows[p]: p for p in asking if p in follows}

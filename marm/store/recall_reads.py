@@ -96,14 +96,16 @@ class WordMatches:
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """A candidate as the third statement read it: its record and its validity time."""
+    """A candidate as the third statement read it: what its score reads (text, validity
+    time) and its record's columns, made a ``Memory`` only for what is returned
+    (``memory``): a recall scores hundreds of candidates and returns a few."""
 
-    memory: Memory
+    content: str
     valid_at: str
+    columns: tuple[Any, ...]
 
-    @property
-    def content(self) -> str:
-        return self.memory.content
+    def memory(self) -> Memory:
+        return to_memory(self.columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -342,22 +344,24 @@ def rows(store: Store, flt: Filter, candidates: Iterable[int], vector_matches: I
     where, args = flt.where()
     width = 16
     pad = ", ".join(["NULL"] * (width - 3))
+    record = (f"{COLUMNS}, coalesce(m.valid_from, m.recorded_at) AS valid_at"
+              f" FROM want CROSS JOIN memories m ON m.id = want.id WHERE {where}")
+    # The records are read once: straight into the answer, or (to join them to the
+    # dates they name) into a table first.
+    arms = (f"SELECT 'row', * FROM found UNION ALL SELECT 'date', d.memory_id, d.start, d.end, {pad}"
+            f" FROM found f CROSS JOIN memory_dates d ON d.memory_id = f.id") if dates else f"SELECT 'row', {record}"
     sql = (f"WITH top(id) AS (SELECT value FROM json_each(?)),"
            f" tn AS MATERIALIZED (SELECT m.id, {_NEXT} AS nxt, instr(m.content, '?') > 0 AS asks"
            f" FROM top CROSS JOIN memories m ON m.id = top.id WHERE m.session IS NOT NULL),"
-           f" want(id) AS (SELECT value FROM json_each(?) UNION SELECT nxt FROM tn WHERE asks AND nxt IS NOT NULL),"
-           f" found AS MATERIALIZED (SELECT {COLUMNS}, coalesce(m.valid_from, m.recorded_at) AS valid_at"
-           f" FROM want CROSS JOIN memories m ON m.id = want.id WHERE {where})"
-           f" SELECT 'near', id, nxt, asks, {pad} FROM tn"
-           f" UNION ALL SELECT 'row', * FROM found"
-           f" UNION ALL SELECT 'date', d.memory_id, d.start, d.end, {pad} FROM memory_dates d"
-           f" WHERE ? AND d.memory_id IN (SELECT id FROM found)")
+           f" want(id) AS (SELECT value FROM json_each(?) UNION SELECT nxt FROM tn WHERE asks AND nxt IS NOT NULL)"
+           + (f", found AS MATERIALIZED (SELECT {record})" if dates else "")
+           + f" SELECT 'near', id, nxt, asks, {pad} FROM tn UNION ALL {arms}")
     near = Neighbours()
     out: dict[int, Row] = {}
     named: dict[int, list[tuple[str, str]]] = {}
-    for r in store.conn.execute(sql, [_ids(vector_matches), _ids(candidates), *args, dates]):
+    for r in store.conn.execute(sql, [_ids(vector_matches), _ids(candidates), *args]).fetchall():
         if r[0] == "row":
-            out[r[1]] = Row(to_memory(r[1:16]), r[16])
+            out[r[1]] = Row(r[2], r[16], r[1:16])
         elif r[0] == "near":
             if r[2] is not None:
                 near.after[r[1]] = r[2]
