@@ -316,15 +316,11 @@ def _reexport_closure(graph: CodeGraph, tree_id: int, modules: set[str]) -> set[
     files: set[int] = set()
     frontier = modules
     for _ in range(MAX_REEXPORT_DEPTH):
-        found = [
-            (fid, module)
-            for fid, module in graph.reexporters(tree_id, _suffixes(frontier))
-            if fid not in files
-        ]
+        found = [r for r in graph.reexporters(tree_id, _suffixes(frontier)) if r.file_id not in files]
         if not found:
             break
-        files.update(fid for fid, _ in found)
-        frontier = {module for _, module in found if module}
+        files.update(r.file_id for r in found)
+        frontier = {r.module for r in found if r.module}
     return files
 
 

@@ -4,19 +4,12 @@ names a code symbol, such as ``parse_config`` or ``Store.open``, to its definiti
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from marm.store import code_graph
+from marm.store.code_graph import SymbolLink
 
-
-@dataclass(frozen=True, slots=True)
-class SymbolLink:
-    repo: str
-    qname: str
-    kind: str
-    path: str
-    line: int
+__all__ = ["SymbolLink", "symbols_named"]
 
 
 def symbols_named(home: Path, names: Iterable[str], limit: int = 5) -> dict[str, list[SymbolLink]]:
@@ -27,7 +20,6 @@ def symbols_named(home: Path, names: Iterable[str], limit: int = 5) -> dict[str,
         return {}
     graph = code_graph.CodeGraph.open(home)
     try:
-        found = graph.symbols_named(wanted, limit)
+        return graph.symbols_named(wanted, limit)
     finally:
         graph.close()
-    return {name: [SymbolLink(*row) for row in rows] for name, rows in found.items()}

@@ -132,7 +132,8 @@ class Resolver:
         # key or key suffix -> (parts dropped, path, file): ties break on the path, never on ids
         self.modules: dict[str, list[tuple[int, str, int]]] = defaultdict(list)
         files = written.files if written else graph.files_for_resolver(tree_id)
-        for fid, path, lang, module, exports in files:
+        for f in files:
+            fid, path, lang, module, exports = f.id, f.path, f.lang, f.module, f.exports
             self.file_lang[fid] = lang
             self.file_module[fid] = module or ""
             self.exports[fid] = None if exports is None else set(orjson.loads(exports))
@@ -142,7 +143,7 @@ class Resolver:
                 for i in range(len(parts)):
                     self.modules[sep.join(parts[i:])].append((i, path, fid))
         pick = (lambda loader: loader) if lazy else (lambda loader: None)
-        self.sym = _table(pick(lambda sid: graph.symbol_brief(sid)), lambda: None)
+        self.sym = _table(pick(self._load_symbol), lambda: None)
         self._named = _table(pick(self._load_named), list)
         self.children = _table(
             pick(
@@ -226,8 +227,12 @@ class Resolver:
             for cid, name, receiver in self.graph.bases_for_resolver(self.tree_id):
                 self.base_refs.setdefault(cid, []).append((name, receiver))
 
+    def _load_symbol(self, sid: int) -> tuple[int, int | None, str, str] | None:
+        found = self.graph.symbol_brief(sid)
+        return None if found is None else (found.file_id, found.parent_id, found.name, found.kind)
+
     def _load_named(self, name: str) -> list[tuple[int, int, int | None, str]]:
-        rows = self.graph.symbols_with_name(self.tree_id, name)
+        rows = [(r.id, r.file_id, r.parent_id, r.kind) for r in self.graph.symbols_with_name(self.tree_id, name)]
         for sid, fid, parent, kind in rows:
             dict.setdefault(self.sym, sid, (fid, parent, name, kind))
         return rows
@@ -237,18 +242,18 @@ class Resolver:
         fid = self.sym[cid][0]
         if fid not in self._base_files:
             self._base_files.add(fid)
-            for src, name, receiver in self.graph.bases_in_file(fid):
-                dict.setdefault(self.base_refs, src, []).append((name, receiver))
+            for ref in self.graph.bases_in_file(fid):
+                dict.setdefault(self.base_refs, ref.class_id, []).append((ref.name, ref.receiver))
         return dict.get(self.base_refs, cid, [])
 
     def _load_imports(self, fid: int) -> tuple[dict, list]:
         bindings: dict[str, tuple[str, str | None, str]] = {}
         stars: list[str] = []
-        for local, module, name, kind in self.graph.imports_of(fid):
-            if kind == "star":
-                stars.append(module)
-            elif local:
-                bindings[local] = (module, name, kind)
+        for imp in self.graph.imports_of(fid):
+            if imp.kind == "star":
+                stars.append(imp.module)
+            elif imp.local:
+                bindings[imp.local] = (imp.module, imp.name, imp.kind)
         dict.__setitem__(self.bindings, fid, bindings)
         dict.__setitem__(self.stars, fid, stars)
         return bindings, stars

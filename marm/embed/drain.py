@@ -25,9 +25,8 @@ from marm import embed
 from marm.context import Ctx
 from marm.drain import Handler
 from marm.errors import Busy
-from marm.store import Store, flags, leases, outbox, recall_reads, vectors
+from marm.store import Store, flags, leases, outbox, vectors
 from marm.store import memories as memory_store
-from marm.store.memories import Filter
 from marm.store.records import Memory, Task
 
 BATCH = 64
@@ -72,16 +71,20 @@ def _embed(encoder: embed.Embedder, todo: list[Memory]) -> list[tuple[Memory, li
     return out
 
 
-def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None) -> embed.Encoder:
-    """The process's encoder of the configured model (``Unavailable`` if it cannot be used)."""
-    cfg = embed.settings(home, flags.all_saved(store), env if env is not None else os.environ)
+def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
+                saved: dict[str, str] | None = None) -> embed.Encoder:
+    """The process's encoder of the configured model (``Unavailable`` if it cannot be
+    used); ``saved``: the stored settings, when the caller has read them already."""
+    cfg = embed.settings(home, saved if saved is not None else flags.all_saved(store),
+                         env if env is not None else os.environ)
     return embed.load(cfg)
 
 
-def encoder_soon(store: Store, home: Path) -> embed.Embedder:
+def encoder_soon(store: Store, home: Path, saved: dict[str, str] | None = None) -> embed.Embedder:
     """The configured model, perhaps still loading on a thread (``embed.soon``): a recall
-    reads the store meanwhile; ``Unavailable`` comes when it is first used."""
-    return embed.soon(embed.settings(home, flags.all_saved(store), os.environ))
+    reads the store meanwhile; ``Unavailable`` comes when it is first used. ``saved``:
+    the stored settings, when the caller has read them already."""
+    return embed.soon(embed.settings(home, saved if saved is not None else flags.all_saved(store), os.environ))
 
 
 def start_encoder(store: Store, home: Path, env: dict[str, str] | None = None) -> None:
@@ -122,14 +125,14 @@ def embed_pending(store: Store, home: Path, encoder: embed.Embedder, limit: int)
         return 0
 
 
-def unstored(store: Store, encoder: embed.Embedder, flt: Filter, limit: int) -> tuple[Any, Any] | None:
-    """(ids, vectors) of the newest memories in scope still waiting for their vectors,
-    embedded now and kept in memory only: a recall scores a memory written a moment ago
-    by its meaning too, even while a drain holds the lease or has claimed its task.
-    Bounded: ``limit`` memories, each by its first token window."""
+def unstored(encoder: embed.Embedder, waiting: list[tuple[int, str]]) -> tuple[Any, Any] | None:
+    """(ids, vectors) of ``waiting`` (id, content): the newest memories in scope still
+    waiting for their vectors, as the recall read model listed them, embedded now and
+    kept in memory only: a recall scores a memory written a moment ago by its meaning
+    too, even while a drain holds the lease or has claimed its task. Bounded: each by
+    its first token window."""
     import numpy as np
 
-    waiting = recall_reads.waiting_for_vectors(store, flt, limit)
     if not waiting:
         return None
     texts = [content[slice(*encoder.spans(content)[0])] for _, content in waiting]

@@ -16,7 +16,7 @@ from typing import Any
 from marm.concepts.identifiers import find as identifiers
 from marm.context import Ctx
 from marm.store import code_graph, code_repos, hygiene, memories
-from marm.store.code_graph import CodeGraph
+from marm.store.code_graph import CodeGraph, FileFacts
 from marm.store.db import now
 from marm.store.records import Memory
 
@@ -80,8 +80,8 @@ def _keep(ctx: Ctx, cg: CodeGraph, repos: list[str], memory: Memory) -> int:
         if tree is None:
             continue
         facts = cg.file_facts(tree.id, sorted(_files_named(cg, tree.id, memory)))
-        refs.extend(hygiene.CodeRef(memory.id, root, path, h, names, lines, now())
-                    for path, (h, lines, names) in facts.items())
+        refs.extend(hygiene.CodeRef(memory.id, root, path, f.hash, f.names, f.lines, now())
+                    for path, f in facts.items())
     if refs:
         store = ctx.store()
         with store.write():
@@ -89,12 +89,12 @@ def _keep(ctx: Ctx, cg: CodeGraph, repos: list[str], memory: Memory) -> int:
     return len(refs)
 
 
-def _change(ref: hygiene.CodeRef, current: tuple[str | None, int, tuple[str, ...]] | None) -> dict[str, Any] | None:
+def _change(ref: hygiene.CodeRef, current: FileFacts | None) -> dict[str, Any] | None:
     """What changed in one file since the baseline, when it is substantial."""
     if current is None:
         return {"path": ref.path, "change": "deleted or no longer indexed"}
-    digest, lines, names = current
-    if digest == ref.file_hash:
+    lines, names = current.lines, current.names
+    if current.hash == ref.file_hash:
         return None
     before, after = set(ref.symbols), set(names)
     added, removed = sorted(after - before), sorted(before - after)
@@ -104,6 +104,10 @@ def _change(ref: hygiene.CodeRef, current: tuple[str | None, int, tuple[str, ...
         return None
     return {"path": ref.path, "change": f"{len(added)} symbols added, {len(removed)} removed, "
             f"{ref.lines} -> {lines} lines", "added": added[:10], "removed": removed[:10]}
+
+
+def _hash(facts: FileFacts | None) -> str | None:
+    return None if facts is None else facts.hash
 
 
 def refresh(ctx: Ctx) -> int:
@@ -131,7 +135,7 @@ def refresh(ctx: Ctx) -> int:
             with store.write():
                 for memory_id, files in changes.items():
                     memory = found[memory_id]
-                    state = hashlib.sha256(repr(sorted((f["path"], str(facts.get(f["path"], (None,))[0]))
+                    state = hashlib.sha256(repr(sorted((f["path"], str(_hash(facts.get(f["path"]))))
                                                        for f in files)).encode()).hexdigest()
                     flagged += hygiene.propose(store, "stale", memory.project, memory.id, None,
                                                memory.content_hash, state, {"files": files}) is not None

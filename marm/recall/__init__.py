@@ -21,13 +21,15 @@ query alone, so a memory written a moment ago never competes without its meaning
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from marm import config
 from marm.errors import BadInput, Unavailable
 from marm.recall import lexical
-from marm.recall.shape import literal_of, literals_in
-from marm.store import Store, flags
+from marm.recall.shape import COMMON_LITERAL, holding, literal_of, literals_in
+from marm.store import Store, flags, recall_reads
 from marm.store import memories as memory_store
 from marm.store.memories import Filter
 from marm.store.records import Hit
@@ -35,11 +37,6 @@ from marm.store.records import Hit
 MODES = ("auto", "exact", "lexical", "hybrid", "semantic")
 #: Pending embeddings a recall that loaded the model does first (bounded: it is a query).
 EMBED_ON_RECALL = 16
-#: A literal piece of a sentence held by this many memories says little and is not boosted.
-COMMON_LITERAL = 200
-#: Memories still waiting for vectors after that (a drain holds them) that a recall
-#: embeds for itself, newest first, without storing them.
-FRESH_ON_RECALL = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,61 +60,57 @@ def run(store: Store, query: str, flt: Filter, limit: int, mode: str = "auto",
     literal = literal_of(query)
     if mode == "exact" or (mode == "auto" and literal is not None):
         return exact(store, literal if literal is not None else query, flt, limit)
-    if mode != "lexical":
-        from marm.embed.drain import start_encoder  # start-up cost: see ``meaning``
-
-        start_encoder(store, store.path.parent)  # it loads while the literals are looked up
-    only = holders(store, literals_in(query), flt) if mode != "semantic" else None
+    pieces = literals_in(query) if mode != "semantic" else []
     if mode == "lexical":
-        return Outcome("lexical", words(store, query, flt, limit, only=only))
+        return Outcome("lexical", words(store, query, flt, limit, pieces=pieces))
     return meaning(store, query, flt, limit, semantic_only=mode == "semantic", embed_backlog=embed_backlog,
-                   only=only)
-
-
-def holders(store: Store, pieces: list[str], flt: Filter) -> set[int] | None:
-    """The memories in scope holding every literal piece of a sentence, or None when no
-    memory does (the question is then answered without them). A piece held by more
-    than ``COMMON_LITERAL`` memories says little and is left out."""
-    found: set[int] | None = None
-    for piece in pieces:
-        hits, _ = memory_store.search_literal(store, piece, flt, limit=COMMON_LITERAL)
-        if len(hits) >= COMMON_LITERAL:
-            continue
-        ids = {m.id for m in hits}
-        found = ids if found is None else found & ids
-    return found or None
+                   pieces=pieces)
 
 
 def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bool = False,
-            embed_backlog: bool = True, only: set[int] | None = None) -> Outcome:
+            embed_backlog: bool = True, pieces: Sequence[str] = ()) -> Outcome:
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
-    ``only``: when given, these memories rank first (``holders``)."""
+    The memories holding every literal ``pieces`` of the query rank first (``shape.holding``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
     from marm.embed.drain import embed_pending, encoder_soon, unstored
     from marm.recall import hybrid
 
     home = store.path.parent
+    saved = flags.all_saved(store)  # read once: the encoder's settings and the episodes' half-life
     try:
         # The model may still be loading on a thread: the word side of the search reads
         # the store meanwhile, and the query's embedding (on hybrid's worker) waits for it.
-        encoder = encoder_soon(store, home)
+        encoder = encoder_soon(store, home, saved=saved)
         fresh = None
-        try:
-            if embed_backlog:
+        if embed_backlog:
+            try:
                 embed_pending(store, home, encoder, EMBED_ON_RECALL)
-                fresh = unstored(store, encoder, flt, FRESH_ON_RECALL)
-        except Unavailable:
-            raise
-        except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
-            import logging
+            except Unavailable:
+                raise
+            except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
+                _backlog_failed(exc)
 
-            logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
-        hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, only=only,
-                             episode_half_life_days=_half_life(store), fresh=[fresh] if fresh is not None else [])
+            def fresh(waiting: list[tuple[int, str]]) -> tuple[Any, Any] | None:
+                try:
+                    return unstored(encoder, waiting)
+                except Unavailable:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - as above
+                    _backlog_failed(exc)
+                    return None
+
+        hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, pieces=pieces,
+                             episode_half_life_days=_half_life(saved), fresh=fresh)
     except Unavailable as exc:
-        return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", only=only),
+        return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", pieces=pieces),
                        note=f"answered from words only: {exc.message}")
     return Outcome("semantic" if semantic_only else "hybrid", hits)
+
+
+def _backlog_failed(exc: Exception) -> None:
+    import logging
+
+    logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
 
 
 def exact(store: Store, text: str, flt: Filter, limit: int) -> Outcome:
@@ -130,27 +123,32 @@ def exact(store: Store, text: str, flt: Filter, limit: int) -> Outcome:
 
 def words(
     store: Store, query: str, flt: Filter, limit: int, retrieval_mode: str = "lexical",
-    only: set[int] | None = None,
+    pieces: Sequence[str] = (),
 ) -> list[Hit]:
-    """BM25 matches of the query's words; with ``only``, those memories first (word matches
-    first among them), then the other word matches."""
+    """BM25 matches of the query's words, in one statement with the holders of its
+    literal ``pieces``; when some memories hold them all (``shape.holding``), those
+    first (word matches first among them), then the other word matches."""
     expression = lexical.fts_query(lexical.without_exceptions(query))
     if expression is None:
         return []
-    found = memory_store.search_words(store, expression, flt, limit if only is None else max(limit * 20, 200))
+    found, held = recall_reads.word_hits(store, expression, flt, max(limit * 20, 200) if pieces else limit,
+                                         pieces, COMMON_LITERAL)
+    only = holding([[m.id for m in ms] for ms in held])
     if only is None:
-        return [Hit(m, score, retrieval_mode) for m, score in found]
+        return [Hit(m, score, retrieval_mode) for m, score in found[:limit]]
     ranked = [Hit(m, score, retrieval_mode) for m, score in found if m.id in only]
-    rest = memory_store.get_many(store, sorted(only - {h.memory.id for h in ranked}, reverse=True))
-    ranked.extend(Hit(m, 0.0, retrieval_mode) for m in rest.values())
+    holders = {m.id: m for ms in held for m in ms}
+    # the holders no word matched, by id (the order a look-up by id returned them in)
+    rest = sorted(only - {h.memory.id for h in ranked})
+    ranked.extend(Hit(holders[mid], 0.0, retrieval_mode) for mid in rest)
     ranked.extend(Hit(m, score, retrieval_mode) for m, score in found if m.id not in only)
     return ranked[:limit]
 
 
-def _half_life(store: Store) -> float:
+def _half_life(saved: dict[str, str]) -> float:
     """``recall.episode_half_life_days`` as saved for the whole machine or in the
     environment (recall sees the store, not the invocation's project settings)."""
-    value = config.resolve("recall.episode_half_life_days", flags.all_saved(store), os.environ).value
+    value = config.resolve("recall.episode_half_life_days", saved, os.environ).value
     try:
         return float(value)
     except ValueError:

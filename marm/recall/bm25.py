@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from marm.store import Store, recall_reads
 from marm.store.memories import Filter
-from marm.store.recall_reads import WordStats
+from marm.store.recall_reads import Neighbours, WordMatches, WordStats
 
 #: FTS5's bm25 k1: one term adds less than ``(k1 + 1) * idf`` to a memory's score.
 K1 = 1.2
@@ -24,7 +24,7 @@ def idf(total: int, n: int) -> float:
 
 
 def prunable(terms: Sequence[str], total: int, df: dict[str, int], inner: int) -> list[str]:
-    """The most common ``terms`` that are worth ranking without (see ``marm.store.recall_reads``' ``_best_matches``).
+    """The most common ``terms`` that are worth ranking without (see ``marm.store.recall_reads.word_matches``).
 
     Their summed bound must stay below an estimate of the ``inner``-th best score: what
     a memory holding each rarer term once at average length scores (the sum of their
@@ -49,14 +49,21 @@ def prunable(terms: Sequence[str], total: int, df: dict[str, int], inner: int) -
     return common
 
 
+def plan(terms: Sequence[str], stats: WordStats, inner: int) -> tuple[list[str], float]:
+    """(the terms worth ranking without, the most they alone can score) for the
+    ``inner`` best matches of ``terms`` (``prunable``)."""
+    common = prunable(terms, stats.total, stats.df, inner)
+    return common, sum((K1 + 1) * idf(stats.total, stats.df[t]) for t in common)
+
+
 def matches(store: Store, terms: Sequence[str], flt: Filter, limit: int,
-            stats: WordStats | None = None) -> list[tuple[int, float]]:
+            stats: WordStats | None = None) -> WordMatches:
     """(memory id, -bm25) of the ``limit`` best matches of any of ``terms`` that ``flt``
-    lets a recall see. ``stats`` is ``recall_reads.word_stats(store, terms)`` if the
-    caller has it."""
+    lets a recall see, with their session neighbours. ``stats`` is what the recall
+    read model's first statement counted for ``terms`` (``recall_reads.facts``), read
+    here when the caller has none."""
     if not terms:
-        return []
-    stats = stats or recall_reads.word_stats(store, terms)
-    common = prunable(terms, stats.total, stats.df, limit * 4)
-    bound = sum((K1 + 1) * idf(stats.total, stats.df[t]) for t in common)
+        return WordMatches([], Neighbours())
+    stats = stats or recall_reads.facts(store, flt, terms=terms).words
+    common, bound = plan(terms, stats, limit * 4)
     return recall_reads.word_matches(store, terms, flt, limit, common, bound)

@@ -41,7 +41,7 @@ neighbours of the best word matches, the replies to the questions among both, an
 memories valid at or naming a date the query names; the weighted sum ranks them, and
 the top is diversified (``marm.recall.diverse``: a near-duplicate of a higher result
 gives way to the next distinct memory). A query holding a literal that memories in
-scope hold ranks those first (``only``, from ``marm.recall.holders``, raised by
+scope hold ranks those first (``only``, from ``marm.recall.shape.holding``, raised by
 ``LITERAL_BOOST``). What a question
 sets aside ("besides pottery") is left out of its words and meaning. The weights were
 tuned on a public conversational-memory benchmark (LoCoMo, dev half) and rounded;
@@ -50,15 +50,16 @@ nothing in them is specific to it.
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from marm.recall import aging, bm25, dates, diverse, lexical
-from marm.store import Store, mentions, recall_reads, vectors
+from marm.recall import aging, bm25, dates, diverse, lexical, shape
+from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
 
@@ -107,8 +108,9 @@ LITERAL_BOOST = 0.2
 #: Candidates taken from each side before fusion.
 WORD_CANDIDATES = 150
 VECTOR_CANDIDATES = 100
-#: Memories valid at a date the query names, taken as candidates per named date.
-DATE_CANDIDATES = 200
+#: Memories still waiting for vectors (a drain holds them) that a recall embeds for
+#: itself, newest first, without storing them.
+FRESH_ON_RECALL = 8
 RECENCY_HALF_LIFE_DAYS = 90.0
 STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: Hits scoring below this share of the best hit are dropped: they only fill the list
@@ -151,13 +153,26 @@ def without_names(query: str, names: list[str]) -> str:
     return rest if lexical.words(rest) else query
 
 
-def common_names(store: Store, flt: Filter, names: list[str]) -> list[str]:
+def topics(query: str, names: list[str]) -> list[str]:
+    """Every topic ``query`` can have, whichever of ``names`` turn out common: the word
+    statistics of all of them are read in the recall's first statement, with the counts
+    that decide which names are common (``common_names``)."""
+    rest = lexical.without_exceptions(query)
+    return list(dict.fromkeys(without_names(rest, [n for n, out in zip(names, mask, strict=True) if out])
+                              for mask in itertools.product((False, True), repeat=len(names))))
+
+
+def query_terms(topic: str) -> list[str]:
+    """The words and compound spellings of ``topic`` whose index counts a recall reads."""
+    return [*lexical.words(topic), *lexical.compounds(topic)]
+
+
+def common_names(facts: recall_reads.Facts, names: list[str]) -> list[str]:
     """The names among ``names`` that many memories in scope mention (over ``COMMON_NAME``
-    of them): the user, a teammate, the project. Rare names ("Coco", "Becoming Nicole",
-    ``idempotency_key``) say what a memory is about and stay in the query's words."""
-    if not names:
-        return []
-    common = set(recall_reads.common_terms(store, flt, [n.lower() for n in names], COMMON_NAME))
+    of them, as ``facts`` counted them): the user, a teammate, the project. Rare names
+    ("Coco", "Becoming Nicole", ``idempotency_key``) say what a memory is about and stay
+    in the query's words."""
+    common = facts.common(COMMON_NAME)
     return [n for n in names if n.lower() in common]
 
 
@@ -186,23 +201,22 @@ def _recency(stamp: str, now: datetime) -> float:
     return 0.5 ** (age / RECENCY_HALF_LIFE_DAYS)
 
 
-def word_scores(store: Store, query: str, flt: Filter, limit: int) -> dict[int, float]:
-    """{id: words score in [0, 1]} for the best BM25 matches of ``query``."""
+def word_scores(store: Store, query: str, flt: Filter, limit: int,
+                facts: recall_reads.Facts | None = None) -> tuple[dict[int, float], recall_reads.Neighbours]:
+    """({id: words score in [0, 1]}, their session neighbours) for the best BM25 matches of
+    ``query``; ``facts`` counted its terms (read here when the caller has none)."""
     terms = lexical.words(query)
     if not terms:
-        return {}
-    stats = recall_reads.word_stats(store, terms)
+        return {}, recall_reads.Neighbours()
+    if facts is None:
+        facts = recall_reads.facts(store, flt, terms=query_terms(query))
+    df = facts.words.df
     # The share is of the query's own words: another spelling of one adds no information.
-    ceiling = sum(bm25.idf(stats.total, n) for n in stats.df.values() if n) or 1.0
-    forms = recall_reads.word_stats(store, [c for c in lexical.compounds(query) if c not in stats.df])
-    held = {c: n for c, n in forms.df.items() if n}
-    if held:
-        terms = terms + list(held)
-        stats = recall_reads.WordStats(stats.total, {**stats.df, **held})
-    found = bm25.matches(store, terms, flt, limit, stats)
-    if not found:
-        return {}
-    return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found}
+    ceiling = sum(bm25.idf(facts.words.total, df[t]) for t in terms if df[t]) or 1.0
+    held = [c for c in lexical.compounds(query) if c not in terms and df[c]]
+    terms = terms + held
+    found = bm25.matches(store, terms, flt, limit, recall_reads.WordStats(facts.words.total, df))
+    return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found.ranked}, found.near
 
 
 _WORKER: ThreadPoolExecutor | None = None
@@ -218,29 +232,24 @@ def _worker() -> ThreadPoolExecutor:
     return _WORKER
 
 
-def _parts(store: Store, home: Path, model: str, dim: int, flt: Filter) -> list[Part]:
-    projects = None if flt.all_projects else ([None] if flt.project is None else [flt.project, None])
-    return [p for p in vectors.load(store, home, model, dim, projects) if len(p[0])]
-
-
 class Meaning:
     """Cosine scores of one query against every stored chunk in scope (best chunk per memory).
 
-    The query is embedded and scored on a worker thread while the caller fetches the
+    The query is embedded and scored on a worker thread while the caller reads the
     word side: onnxruntime, numpy and SQLite all release the GIL, so on two cores the
     two halves of a recall overlap (100k memories: ~18 ms of meaning, ~15 ms of words).
-    The store is only read on the caller's thread (a connection belongs to its thread);
-    ``top`` and ``of`` wait for the scores.
+    The store is only read on the caller's thread (a connection belongs to its thread):
+    the vector files and the ids a narrow filter allows come from the recall's first
+    statement (``recall_reads.facts``); ``top`` and ``of`` wait for the scores.
     """
 
-    def __init__(self, store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
+    def __init__(self, home: Path, encoder: Embedder, query: str, facts: recall_reads.Facts,
                  fresh: Sequence[Part] = ()) -> None:
         import numpy as np
 
         self.np = np
-        parts = [*_parts(store, home, encoder.model, encoder.dim, flt), *fresh]
-        allowed = np.asarray(recall_reads.allowed_ids(store, flt), dtype=np.int64) if (
-            flt.session is not None or flt.kind is not None or flt.as_of is not None) else None
+        parts = [*(p for p in vectors.read(home, facts.files) if len(p[0])), *fresh]
+        allowed = np.asarray(facts.allowed, dtype=np.int64) if facts.allowed is not None else None
         self._scores = _worker().submit(self._score, encoder, query, parts, allowed)
 
     def _score(self, encoder: Embedder, query: str, parts: list[Part],
@@ -285,34 +294,50 @@ class Meaning:
         return best
 
 
+def _narrow(flt: Filter) -> bool:
+    """Does ``flt`` select by more than scope and status (the vector side then keeps only
+    the ids it allows)?"""
+    return flt.session is not None or flt.kind is not None or flt.as_of is not None
+
+
 def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter, limit: int,
            semantic_only: bool = False, weights: Weights | None = None,
-           only: set[int] | None = None,
+           pieces: Sequence[str] = (),
            episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS,
-           fresh: Sequence[Part] = ()) -> list[Hit]:
-    """Rank memories for ``query`` by the fused score (or by meaning alone); ``only``
-    (the memories holding a literal the query names) are raised by ``LITERAL_BOOST``;
-    ``fresh``: vectors of memories not stored yet (``marm.embed.drain.unstored``), scored
-    like the rest."""
+           fresh: Callable[[list[tuple[int, str]]], Part | None] | None = None) -> list[Hit]:
+    """Rank memories for ``query`` by the fused score (or by meaning alone), reading the
+    store in at most three statements (``marm.store.recall_reads``). The memories in
+    scope holding every literal ``pieces`` of the query (``shape.holding``) are raised
+    by ``LITERAL_BOOST``; ``fresh`` embeds the newest memories still waiting for their
+    vectors (``marm.embed.drain.unstored``), which are then scored like the rest."""
     weights = weights or WEIGHTS
     names = names_in(query)
-    topic = without_names(lexical.without_exceptions(query), common_names(store, flt, names))
-    meaning = Meaning(store, home, encoder, topic, flt, fresh)  # scores on a worker meanwhile
+    now = datetime.now(timezone.utc)
+    spans = [] if semantic_only else dates.query_spans(query, now)
+    projects = None if flt.all_projects else ([None] if flt.project is None else [flt.project, None])
+    facts = recall_reads.facts(
+        store, flt, terms=[] if semantic_only else [t for topic in topics(query, names) for t in query_terms(topic)],
+        names=[n.lower() for n in names], share=COMMON_NAME, files=(encoder.model, encoder.dim, projects),
+        narrow=_narrow(flt), spans=[(start.strftime(STAMP), end.strftime(STAMP)) for start, end in spans],
+        pieces=[] if semantic_only else pieces, held_limit=shape.COMMON_LITERAL,
+        waiting=0 if fresh is None else FRESH_ON_RECALL)
+    topic = without_names(lexical.without_exceptions(query), common_names(facts, names))
+    new = fresh(facts.waiting) if fresh is not None and facts.waiting else None
+    meaning = Meaning(home, encoder, topic, facts, [new] if new is not None else [])  # scores on a worker
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
-    now = datetime.now(timezone.utc)
-    spans = dates.query_spans(query, now)
-    found = _candidates(store, meaning, topic, flt, limit, spans, only)
+    only = shape.holding(facts.held)
+    found = _candidates(store, meaning, topic, flt, limit, facts, only, dated=bool(spans))
     base = _id_scores(found, weights)
     if only is not None:  # what holds the question's literal comes first; the rest may follow
         base = {mid: sc + (LITERAL_BOOST if mid in only else 0.0) for mid, sc in base.items()}
     when = dates.asks_when(query)
     # The parts that need only ids first; the parts that read a memory's text and time
-    # can add at most ``reach``, so candidates that cannot reach the top are not read.
+    # can add at most ``reach``, so candidates that cannot reach the top are not scored.
     reach = weights.recency + weights.statement + (weights.names + weights.lead if names else 0.0) + (
         weights.time if spans else 0.0) + (weights.when if when else 0.0)
-    rows = _rows_worth_reading(store, base, reach, flt, limit)
-    named = mentions.of(store, rows) if spans else {}
+    rows = _rows_worth_reading(found.rows.rows, base, reach, limit)
+    named = found.rows.named
     scored: list[tuple[float, int]] = []
     for mid, row in rows.items():
         score = (
@@ -327,7 +352,7 @@ def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
         scored.append((min(1.0, max(0.0, score)), mid))
     scored.sort(key=lambda sm: (-sm[0], -sm[1]))
     pool = scored[: limit * 3]
-    seen = recall_reads.visible(store, [mid for _, mid in pool], flt)
+    seen = {mid: rows[mid].memory() for _, mid in pool}
     pool = aging.aged(pool, seen, now, episode_half_life_days)
     pool = below_its_highlights(pool, seen)
     pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
@@ -367,7 +392,8 @@ def _by_meaning(store: Store, meaning: Meaning, flt: Filter, limit: int) -> list
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
-    """Every memory that may rank, with the parts of its score that need only ids."""
+    """Every memory that may rank, with the parts of its score that need only ids, and
+    the visible ones as the read model's third statement read them."""
 
     ids: set[int]
     words: dict[int, float]           # words score of the word matches
@@ -375,29 +401,33 @@ class Candidates:
     before: dict[int, float]          # words score of the memory just before
     after: dict[int, float]           # words score of the memory just after
     replies: dict[int, int]           # answer -> the question just before it
+    rows: recall_reads.CandidateRows  # the visible candidates' records, and the dates they name
 
 
 def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: int,
-                spans: list[tuple[datetime, datetime]], only: set[int] | None = None) -> Candidates:
+                facts: recall_reads.Facts, only: set[int] | None = None, dated: bool = False) -> Candidates:
     """The best word matches, the best vector matches, the session neighbours of the word
     matches, the replies to the questions among both, the memories valid at (or naming)
-    a date the query names, and ``only`` (memories a literal of the query picked)."""
-    words = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3))
+    a date the query names, and ``only`` (memories a literal of the query picked); with
+    ``dated`` (the query names a date), the dates each candidate names. Two statements: the word matches with their neighbours while the worker scores the
+    meaning, then every candidate's row with the vector matches' neighbours."""
+    words, near = word_scores(store, topic, flt, max(WORD_CANDIDATES, limit * 3), facts)
     top = meaning.top(max(VECTOR_CANDIDATES, limit * 3))
     # Context credit flows from a match to its session neighbours: the memory after a
     # word match gets the match's words score as ``before``, the memory before it as
     # ``after``; the memory after a matching question gets the question's scores.
-    near = recall_reads.neighbours(store, set(words) | set(top))
     before = {near.after[p]: words[p] for p in words if p in near.after}
     after = {near.before[q]: words[q] for q in words if q in near.before}
-    replies = {near.after[p]: p for p in near.asking if p in near.after}
+    known = set(top) | set(words) | set(before) | set(after) | (only or set()) | set(facts.dated)
+    known.update(near.after[p] for p in near.asking if p in near.after)
+    read = recall_reads.rows(store, flt, known, top, dates=dated)
+    asking = near.asking | read.near.asking
+    follows = {**read.near.after, **near.after}
+    replies = {follows[p]: p for p in asking if p in follows}
     ids = set(top) | set(words) | set(before) | set(after) | set(replies) | (only or set())
-    for start, end in spans:
-        ids.update(recall_reads.valid_between(
-            store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
-        ids.update(mentions.naming(store, flt, start.strftime(STAMP), end.strftime(STAMP), DATE_CANDIDATES))
+    ids.update(facts.dated)
     sims = {**meaning.of([c for c in ids | set(replies.values()) if c not in top]), **top}
-    return Candidates(ids, words, sims, before, after, replies)
+    return Candidates(ids, words, sims, before, after, replies, read)
 
 
 def _id_scores(c: Candidates, weights: Weights) -> dict[int, float]:
@@ -411,13 +441,13 @@ def _id_scores(c: Candidates, weights: Weights) -> dict[int, float]:
     return base
 
 
-def _rows_worth_reading(store: Store, base: dict[int, float], reach: float, flt: Filter,
-                        limit: int) -> dict[int, recall_reads.Scoring]:
-    """Text and validity of the candidates that can still reach the top ``limit`` (all of
-    them when too few of those are visible)."""
+def _rows_worth_reading(visible: dict[int, recall_reads.Row], base: dict[int, float], reach: float,
+                        limit: int) -> dict[int, recall_reads.Row]:
+    """The visible candidates that can still reach the top ``limit`` (all of them when
+    too few of those are visible): the ones whose text is scored."""
     ordered = sorted(base, key=base.__getitem__, reverse=True)
     floor = base[ordered[min(len(ordered), limit * 4) - 1]] if ordered else 0.0
-    rows = recall_reads.scoring_rows(store, [m for m in ordered if base[m] + reach >= floor], flt)
+    rows = {m: visible[m] for m in ordered if base[m] + reach >= floor and m in visible}
     if sum(1 for m in rows if base[m] >= floor) < min(limit, len(rows)) or len(rows) < limit:
-        rows = recall_reads.scoring_rows(store, ordered, flt)  # too few visible: read them all
+        rows = {m: visible[m] for m in ordered if m in visible}  # too few visible: score them all
     return rows

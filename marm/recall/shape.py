@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Collection, Sequence
 
 from marm.recall.lexical import STOPWORDS
 
@@ -72,6 +73,23 @@ def literals_in(query: str) -> list[str]:
 
 def _is_code(text: str) -> bool:
     return any(shape.search(t) for t in text.split() for shape in _TOKEN_SHAPES) or bool(_CODE_CHARS.search(text))
+
+
+#: A literal piece of a sentence held by this many memories says little and is not boosted.
+COMMON_LITERAL = 200
+
+
+def holding(held: Sequence[Collection[int]]) -> set[int] | None:
+    """The memories holding every literal piece of a sentence (``held``: per piece, the
+    memories in scope holding it, up to ``COMMON_LITERAL``), or None when no memory does
+    (the question is then answered without them). A piece held by ``COMMON_LITERAL``
+    memories or more says little and is left out."""
+    found: set[int] | None = None
+    for ids in held:
+        if len(ids) >= COMMON_LITERAL:
+            continue
+        found = set(ids) if found is None else found & set(ids)
+    return found or None
 
 
 def is_sentence(query: str) -> bool:

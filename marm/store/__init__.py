@@ -12,7 +12,8 @@
 - ``outbox``, ``leases``: durable background work and who is doing it
 - ``flags``: runtime settings
 - ``vectors``: the vectors of memories and their matrix files
-- ``recall_reads``: the recall read model (what the hybrid lane reads, as typed rows)
+- ``recall_reads``: the recall read model (a recall's candidate set in at most three
+  statements, as typed rows)
 - ``derived``: the disposable database of derived graphs (``concept_graph``, ``code_graph``)
 """
 

@@ -162,12 +162,23 @@ def _ids(conn: sqlite3.Connection, ids: Iterable[int]) -> str:
     return "SELECT id FROM temp.tmp_ids"
 
 
+@dataclass(frozen=True, slots=True)
+class ResolverFile:
+    """A parsed file as the resolver reads it (``exports``: its ``__all__`` as JSON, if any)."""
+
+    id: int
+    path: str
+    lang: str
+    module: str | None
+    exports: str | None
+
+
 @dataclass(slots=True)
 class Written:
     """What a full build wrote, kept for the resolver (in the row shapes of the
     ``*_for_resolver`` reads below, in the same order)."""
 
-    files: list[tuple]  # (id, path, lang, module, exports JSON)
+    files: list[ResolverFile]
     symbols: list[tuple]  # code_symbols rows without rank, id order
     imports: list[tuple]  # code_imports rows, file then statement order
     types: list[tuple]  # (file_id, scope_id, var, type), insertion order
@@ -222,7 +233,7 @@ class Writer:
         fid = int(cur.lastrowid or 0)
         if self.kept is not None:
             exports = None if facts.exports is None else orjson.dumps(facts.exports).decode()
-            self.kept.files.append((fid, path, lang, facts.module, exports))
+            self.kept.files.append(ResolverFile(fid, path, lang, facts.module, exports))
         tid = self.tree_id
         base = self.next_symbol
         self.next_symbol += len(facts.symbols)
@@ -396,6 +407,74 @@ class EdgeRow:
     line: int
 
 
+@dataclass(frozen=True, slots=True)
+class SymbolBrief:
+    """What the resolver knows of a symbol it looks up by id."""
+
+    file_id: int
+    parent_id: int | None
+    name: str
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class NamedSymbol:
+    """A symbol the resolver finds by its name."""
+
+    id: int
+    file_id: int
+    parent_id: int | None
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportRow:
+    """One import binding of a file: ``local`` names ``module``'s ``name`` (kind ``from``,
+    ``import``, ``star``, ...)."""
+
+    local: str | None
+    module: str
+    name: str | None
+    kind: str
+
+
+@dataclass(frozen=True, slots=True)
+class BaseRef:
+    """A base class a class names (``receiver``: what the name is looked up on)."""
+
+    class_id: int
+    name: str
+    receiver: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reexporter:
+    """A file that imports names from a module, through which they can travel on."""
+
+    file_id: int
+    module: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FileFacts:
+    """What a memory's staleness check compares of a file between index runs."""
+
+    hash: str | None
+    lines: int
+    names: tuple[str, ...]  # sorted qualified names of its symbols
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolLink:
+    """A definition of a name in an indexed repository."""
+
+    repo: str
+    qname: str
+    kind: str
+    path: str
+    line: int
+
+
 class CodeGraph:
     """The code part of the derived database: one open connection, every read and write.
 
@@ -487,17 +566,16 @@ class CodeGraph:
             )
         }
 
-    def file_facts(self, tree_id: int, paths: Sequence[str]) -> dict[str, tuple[str | None, int, tuple[str, ...]]]:
-        """``{path: (content hash, lines, sorted qualified symbol names)}`` of those files
-        that are indexed: what a memory's staleness check compares between index runs."""
-        out: dict[str, tuple[str | None, int, tuple[str, ...]]] = {}
+    def file_facts(self, tree_id: int, paths: Sequence[str]) -> dict[str, FileFacts]:
+        """``{path: its facts}`` of those files that are indexed."""
+        out: dict[str, FileFacts] = {}
         for path in dict.fromkeys(paths):
             row = self.conn.execute("SELECT id, hash, lines FROM code_files WHERE tree_id = ? AND path = ?",
                                     (tree_id, path)).fetchone()
             if row is not None:
                 names = sorted({r[0] for r in self.conn.execute(
                     "SELECT qname FROM code_symbols WHERE file_id = ? AND kind != 'module'", (row[0],))})
-                out[path] = (row[1], int(row[2]), tuple(names))
+                out[path] = FileFacts(row[1], int(row[2]), tuple(names))
         return out
 
     def touch_files(self, rows: Iterable[tuple[int, int, int]]) -> None:
@@ -565,13 +643,13 @@ class CodeGraph:
 
     # -- what the resolver reads -------------------------------------------------------
 
-    def files_for_resolver(self, tree_id: int) -> list[tuple]:
-        """(id, path, lang, module, exports JSON) of every parsed file."""
-        return self.conn.execute(
+    def files_for_resolver(self, tree_id: int) -> list[ResolverFile]:
+        """Every parsed file."""
+        return [ResolverFile(*r) for r in self.conn.execute(
             "SELECT id, path, lang, module, exports FROM code_files WHERE tree_id = ?"
             " AND status != 'skipped'",
             (tree_id,),
-        ).fetchall()
+        )]
 
     def symbols_for_resolver(self, tree_id: int) -> list[tuple]:
         """(id, file_id, parent_id, name, kind) of every symbol."""
@@ -598,19 +676,19 @@ class CodeGraph:
             )
         )
 
-    def symbol_brief(self, sid: int) -> tuple | None:
-        """(file_id, parent_id, name, kind) of one symbol."""
-        return self.conn.execute(
+    def symbol_brief(self, sid: int) -> SymbolBrief | None:
+        row = self.conn.execute(
             "SELECT file_id, parent_id, name, kind FROM code_symbols WHERE id = ?", (sid,)
         ).fetchone()
+        return None if row is None else SymbolBrief(*row)
 
-    def symbols_with_name(self, tree_id: int, name: str) -> list[tuple]:
-        """(id, file_id, parent_id, kind) of the tree's symbols called ``name``, in id order."""
-        return self.conn.execute(
+    def symbols_with_name(self, tree_id: int, name: str) -> list[NamedSymbol]:
+        """The tree's symbols called ``name``, in id order."""
+        return [NamedSymbol(*r) for r in self.conn.execute(
             "SELECT id, file_id, parent_id, kind FROM code_symbols WHERE tree_id = ? AND name = ?"
             " ORDER BY id",
             (tree_id, name),
-        ).fetchall()
+        )]
 
     def module_symbol(self, file_id: int) -> int | None:
         row = self.conn.execute(
@@ -628,21 +706,21 @@ class CodeGraph:
             )
         ]
 
-    def imports_of(self, file_id: int) -> list[tuple]:
-        """(local, module, name, kind) of one file, in statement order."""
-        return self.conn.execute(
+    def imports_of(self, file_id: int) -> list[ImportRow]:
+        """One file's import bindings, in statement order."""
+        return [ImportRow(*r) for r in self.conn.execute(
             "SELECT local, module, name, kind FROM code_imports WHERE file_id = ? ORDER BY line, rowid",
             (file_id,),
-        ).fetchall()
+        )]
 
-    def bases_in_file(self, file_id: int) -> list[tuple]:
-        """(class id, base name, receiver) of one file's base-class references."""
-        return _bases(
+    def bases_in_file(self, file_id: int) -> list[BaseRef]:
+        """One file's base-class references."""
+        return [BaseRef(*r) for r in _bases(
             self.conn.execute(
                 "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
                 (file_id,),
             )
-        )
+        )]
 
     def types_for_files(self, file_ids: Iterable[int]) -> list[tuple]:
         """(file_id, scope_id, var, type) for typed receivers."""
@@ -746,17 +824,17 @@ class CodeGraph:
 
     def reexporters(
         self, tree_id: int, modules: Iterable[str]
-    ) -> list[tuple[int, str]]:
-        """(file id, module key) of files that import names from (or everything from) ``modules``:
-        the files through which a name can travel on to further importers."""
+    ) -> list[Reexporter]:
+        """The files that import names from (or everything from) ``modules``: the files
+        through which a name can travel on to further importers."""
         self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tmp_names (name TEXT PRIMARY KEY)")
         self.conn.execute("DELETE FROM tmp_names")
         self.conn.executemany("INSERT OR IGNORE INTO tmp_names VALUES (?)", ((m,) for m in modules))
-        return self.conn.execute(
+        return [Reexporter(*r) for r in self.conn.execute(
             "SELECT DISTINCT f.id, f.module FROM code_imports i JOIN code_files f ON f.id = i.file_id"
             " WHERE i.tree_id = ? AND i.kind IN ('from', 'star') AND i.module IN (SELECT name FROM temp.tmp_names)",
             (tree_id,),
-        ).fetchall()
+        )]
 
     def refs_into(self, file_ids: Sequence[int]) -> dict[int, int]:
         """Refs (from anywhere) whose edge points into the given files: ref id -> its file."""
@@ -983,17 +1061,17 @@ class CodeGraph:
 
     def symbols_named(
         self, names: Sequence[str], limit: int = 5
-    ) -> dict[str, list[tuple]]:
-        """For each name: up to ``limit`` (root, qname, kind, path, line), most central first.
-        A plain name matches symbol names; a dotted one a qualified name or its tail."""
-        out: dict[str, list[tuple]] = {}
+    ) -> dict[str, list[SymbolLink]]:
+        """For each name: up to ``limit`` definitions, most central first. A plain name
+        matches symbol names; a dotted one a qualified name or its tail."""
+        out: dict[str, list[tuple[float, SymbolLink]]] = {}
         for t in self.trees():
             for name in names:
                 for r in self.find_symbols(t.id, name, limit=limit, exact_only=True):
                     if r.kind != "module":
                         out.setdefault(name, []).append(
-                            (r.rank, t.root, r.qname, r.kind, r.path, r.line)
+                            (r.rank, SymbolLink(t.root, r.qname, r.kind, r.path, r.line))
                         )
         return {
-            n: [row[1:] for row in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()
+            n: [link for _, link in sorted(rows, key=lambda x: -x[0])[:limit]] for n, rows in out.items()
         }

@@ -220,29 +220,30 @@ def search_words(store: Store, fts_query: str, flt: Filter, limit: int) -> list[
     return [(to_memory(r), -float(r[15])) for r in rows]
 
 
-def search_literal(store: Store, text: str, flt: Filter, limit: int) -> tuple[list[Memory], str]:
-    """Memories containing exactly ``text`` (case-sensitive), newest first.
+def literal_sql(text: str, flt: Filter, limit: int, columns: str = COLUMNS) -> tuple[str, list[Any], str]:
+    """The statement that finds memories containing exactly ``text`` (case-sensitive),
+    newest first, as (sql, args, retrieval_mode): ``search_literal``'s, and a piece of
+    the recall read model's (``marm.store.recall_reads``).
 
     Uses the trigram index when the text has at least three characters, else a scan.
     Every candidate is checked with ``instr`` on the stored characters, so what comes
-    back contains the query verbatim. Returns (memories, retrieval_mode).
+    back contains the query verbatim.
     """
     where, args = flt.where()
     if len(text) >= 3:
         phrase = '"' + text.replace('"', '""') + '"'
-        rows = store.conn.execute(
-            f"SELECT {COLUMNS} FROM memories_tri JOIN memories m ON m.id = memories_tri.rowid"
-            f" WHERE memories_tri MATCH ? AND instr(m.content, ?) > 0 AND {where}"
-            f" ORDER BY m.recorded_at DESC, m.id DESC LIMIT ?",
-            [phrase, text, *args, limit],
-        ).fetchall()
-        return [to_memory(r) for r in rows], "exact_fts"
-    rows = store.conn.execute(
-        f"SELECT {COLUMNS} FROM memories m WHERE instr(m.content, ?) > 0 AND {where}"
-        f" ORDER BY m.recorded_at DESC, m.id DESC LIMIT ?",
-        [text, *args, limit],
-    ).fetchall()
-    return [to_memory(r) for r in rows], "exact_substring"
+        return (f"SELECT {columns} FROM memories_tri JOIN memories m ON m.id = memories_tri.rowid"
+                f" WHERE memories_tri MATCH ? AND instr(m.content, ?) > 0 AND {where}"
+                f" ORDER BY m.recorded_at DESC, m.id DESC LIMIT ?", [phrase, text, *args, limit], "exact_fts")
+    return (f"SELECT {columns} FROM memories m WHERE instr(m.content, ?) > 0 AND {where}"
+            f" ORDER BY m.recorded_at DESC, m.id DESC LIMIT ?", [text, *args, limit], "exact_substring")
+
+
+def search_literal(store: Store, text: str, flt: Filter, limit: int) -> tuple[list[Memory], str]:
+    """Memories containing exactly ``text`` (``literal_sql``), newest first, and the
+    retrieval mode that found them."""
+    sql, args, mode = literal_sql(text, flt, limit)
+    return [to_memory(r) for r in store.conn.execute(sql, args).fetchall()], mode
 
 
 def counts(store: Store) -> dict[str, int]:

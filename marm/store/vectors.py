@@ -77,12 +77,13 @@ class Retired:
     files: dict[int, VectorFile]
 
 
-_FILE_COLUMNS = "id, model, project, dim, generation, rows"
+#: ``VectorFile``'s fields, in order, as ``vector_files`` columns.
+FILE_COLUMNS = "id, model, project, dim, generation, rows"
 
 
 def _files(store: Store, where: str = "1", args: Sequence[Any] = ()) -> list[VectorFile]:
     return [VectorFile(*r) for r in store.conn.execute(
-        f"SELECT {_FILE_COLUMNS} FROM vector_files WHERE {where} ORDER BY id", args)]
+        f"SELECT {FILE_COLUMNS} FROM vector_files WHERE {where} ORDER BY id", args)]
 
 
 def _file_for(store: Store, model: str, project: str | None, dim: int) -> VectorFile:
@@ -235,23 +236,33 @@ def memories_to_embed(store: Store, model: str, everything: bool) -> list[tuple[
     return [tuple(r) for r in store.conn.execute(sql + " ORDER BY m.id")]
 
 
+def in_scope(model: str, dim: int, projects: Sequence[str | None] | None) -> tuple[str, list[Any]]:
+    """The ``vector_files`` condition for the committed ``model`` files of ``projects``
+    (None: every project): ``load``'s, and the recall read model's, which reads the
+    books in its first statement (``marm.store.recall_reads``)."""
+    if projects is None:
+        return "model = ? AND dim = ? AND rows > 0", [model, dim]
+    wanted = [p for p in projects if p is not None]
+    clause = f"project IN ({','.join('?' * len(wanted))})" if wanted else "0"
+    if None in projects:
+        clause = f"({clause} OR project IS NULL)"
+    return f"model = ? AND dim = ? AND rows > 0 AND {clause}", [model, dim, *wanted]
+
+
 def load(store: Store, home: Path, model: str, dim: int,
          projects: Sequence[str | None] | None) -> list[tuple[Any, Any]]:
     """[(memory ids, matrix), ...]: the committed rows of every ``model`` file of
-    ``projects`` (None: every project), memory-mapped. One query; nothing is written.
+    ``projects`` (None: every project), memory-mapped (``read``). One query; nothing is written."""
+    return read(home, _files(store, *in_scope(model, dim, projects)))
+
+
+def read(home: Path, files: Iterable[VectorFile]) -> list[tuple[Any, Any]]:
+    """[(memory ids, matrix), ...] of ``files``' committed rows, memory-mapped.
 
     Rows of replaced or forgotten vectors have the id ``vecfile.DEAD``; rows of deleted
     memories may linger until a compaction, and recall only returns memories the
     database still has. A file that cannot be read is left out (the drain repairs it).
     """
-    if projects is None:
-        files = _files(store, "model = ? AND dim = ? AND rows > 0", (model, dim))
-    else:
-        wanted = [p for p in projects if p is not None]
-        clause = f"project IN ({','.join('?' * len(wanted))})" if wanted else "0"
-        if None in projects:
-            clause = f"({clause} OR project IS NULL)"
-        files = _files(store, f"model = ? AND dim = ? AND rows > 0 AND {clause}", (model, dim, *wanted))
     parts = []
     for f in files:
         found = vecfile.read(f.path(home), f.model, f.project, f.dim, f.rows)

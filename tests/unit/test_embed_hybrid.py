@@ -6,7 +6,7 @@ from marm import drain, recall
 from marm.errors import Unavailable
 from marm.ops.memory import memory_filter, write_memory
 from marm.recall import dates, hybrid
-from marm.store import memories
+from marm.store import memories, recall_reads
 from tests.embed_fake import use_fake
 
 
@@ -154,8 +154,9 @@ def test_a_rare_name_counts_as_a_word_and_a_common_one_does_not(ctx, monkeypatch
     store = ctx.store()
     # "Ana" is on every memory of the project: matched apart. "Coco" is on one of them
     # (common in another project, which is out of scope): it stays a word of the query.
-    assert hybrid.common_names(store, _filter(ctx), ["Ana", "Coco"]) == ["Ana"]
-    assert hybrid.common_names(store, _filter(ctx, project="q"), ["Ana", "Coco"]) == ["Coco"]
+    for flt, common in ((_filter(ctx), ["Ana"]), (_filter(ctx, project="q"), ["Coco"])):
+        facts = recall_reads.facts(store, flt, names=["ana", "coco"], share=hybrid.COMMON_NAME)
+        assert hybrid.common_names(facts, ["Ana", "Coco"]) == common
     got = [h.memory.id for h in recall.run(store, "When did Ana get Coco?", _filter(ctx), 5, "hybrid").hits]
     assert got[0] == coco and set(got[1:]) <= set(chatter) and not set(got) & set(elsewhere)
 

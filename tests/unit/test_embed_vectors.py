@@ -149,7 +149,7 @@ def test_word_matches_fall_back_when_other_projects_hold_the_best_matches(ctx):
         write_memory(ctx, f"deploy deploy deploy step {i}", project="q")
     mine = write_memory(ctx, "a long note that mentions the deploy only once among many other words",
                         project="p").id
-    got = bm25.matches(store, ["deploy"], Filter(project="p"), 10)
+    got = bm25.matches(store, ["deploy"], Filter(project="p"), 10).ranked
     assert [mid for mid, _ in got] == [mine]
 
 

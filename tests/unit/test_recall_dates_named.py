@@ -9,7 +9,8 @@ import pytest
 from marm import drain, recall
 from marm.ops.memory import memory_filter, write_memory
 from marm.recall import dates
-from marm.store import mentions
+from marm.store import recall_reads
+from marm.store.memories import Filter
 
 WEDNESDAY = datetime(2024, 10, 9, 15, 30, tzinfo=timezone.utc)
 
@@ -43,7 +44,7 @@ def test_a_memory_stores_the_days_it_names(ctx):
                         valid_from="2024-10-04").id
     plain = write_memory(ctx, "Calvin: the new songs are coming together", project="p",
                          valid_from="2024-10-04").id
-    got = mentions.of(ctx.store(), [said, plain])
+    got = recall_reads.rows(ctx.store(), Filter(project="p"), [said, plain], [], dates=True).named
     assert list(got) == [said]
     assert got[said][0][0].startswith("2024-10-03")
 

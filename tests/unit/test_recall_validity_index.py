@@ -17,6 +17,12 @@ def _add(store, text, project, valid_from=None, recorded_at=None):
                                recorded_at=recorded_at).id
 
 
+def _valid_between(store, flt, day, limit):
+    """The candidates the read model's first statement finds for a query naming ``day``
+    (none of these memories names a date itself, so all are valid then)."""
+    return recall_reads.facts(store, flt, spans=[day], per_date=limit).dated
+
+
 def test_valid_between_uses_the_validity_index_and_finds_both_kinds_of_time(tmp_path):
     store = Store.open(tmp_path / "marm.db")
     back_dated = _add(store, "we met Ana in Lisbon", "p", valid_from="2023-07-07T10:00:00.000000Z")
@@ -26,12 +32,12 @@ def test_valid_between_uses_the_validity_index_and_finds_both_kinds_of_time(tmp_
          recorded_at="2023-07-07T12:00:00.000000Z")
     elsewhere = _add(store, "same day, other project", "q", valid_from="2023-07-07T11:00:00.000000Z")
     day = ("2023-07-07T00:00:00.000000Z", "2023-07-08T00:00:00.000000Z")
-    assert recall_reads.valid_between(store, Filter(project="p"), *day, 10) == [recorded, back_dated]
-    assert recall_reads.valid_between(store, Filter(project="p"), *day, 1) == [recorded]
-    assert recall_reads.valid_between(store, Filter(project="q"), *day, 10) == [elsewhere]
+    assert _valid_between(store, Filter(project="p"), day, 10) == [recorded, back_dated]
+    assert _valid_between(store, Filter(project="p"), day, 1) == [recorded]
+    assert _valid_between(store, Filter(project="q"), day, 10) == [elsewhere]
     statements: list[str] = []
     store.conn.set_trace_callback(statements.append)
-    recall_reads.valid_between(store, Filter(project="p"), *day, 10)
+    _valid_between(store, Filter(project="p"), day, 10)
     store.conn.set_trace_callback(None)
     plan = " ".join(str(r) for r in store.conn.execute("EXPLAIN QUERY PLAN " + statements[-1]))
     assert "SEARCH m USING INDEX memories_validity" in plan, plan
@@ -50,7 +56,7 @@ def test_a_store_from_before_the_index_gets_it_and_keeps_its_memories(tmp_path):
     assert migrate(conn) == len(MIGRATIONS) - 1
     conn.close()
     store = Store.open(path)
-    [found] = recall_reads.valid_between(store, Filter(project=None), "2023-07-07T00:00:00.000000Z",
-                                    "2023-07-08T00:00:00.000000Z", 10)
+    [found] = _valid_between(store, Filter(project=None), ("2023-07-07T00:00:00.000000Z",
+                                                           "2023-07-08T00:00:00.000000Z"), 10)
     assert store.conn.execute("SELECT content FROM memories WHERE id = ?", (found,)).fetchone()[0] == "old note"
     store.close()

@@ -25,7 +25,7 @@ def test_a_joined_or_split_compound_finds_the_other_spelling(ctx):
                           ("When were the puppy's checkups?", vet), ("any news on the checkup", vet)):
         got = [h.memory.id for h in recall.run(store, query, flt, 5, "lexical").hits]
         assert got and got[0] == target, query
-        scores = hybrid.word_scores(store, query, flt, 20)
+        scores, _ = hybrid.word_scores(store, query, flt, 20)
         assert max(scores, key=scores.__getitem__) == target, query
     # The populated store answers other words as before.
     assert [h.memory.id for h in recall.run(store, "snacks bill", flt, 20, "lexical").hits][:1][0] in noise

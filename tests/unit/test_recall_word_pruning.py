@@ -27,15 +27,29 @@ def _full(store, terms: list[str], limit: int) -> list[tuple[int, float]]:
         " ORDER BY r LIMIT ?", (expression, limit))]
 
 
-def _ranked(store, run) -> tuple[list[tuple[int, float]], list[str]]:
-    """``run()``'s result and the FTS expressions it had FTS5 rank (statements traced)."""
-    statements: list[str] = []
-    store.conn.set_trace_callback(statements.append)
+def _stats(store, terms):
+    return recall_reads.facts(store, Filter(project="p"), terms=terms).words
+
+
+def _work(store, run) -> tuple[list[tuple[int, float]], int]:
+    """``run()``'s ranked matches and how much SQLite did for them (virtual machine
+    steps, in hundreds: ranking a match costs steps, a part that does not run none)."""
+    steps = [0]
+
+    def count() -> int:
+        steps[0] += 1
+        return 0
+
+    store.conn.set_progress_handler(count, 100)
     try:
         got = run()
     finally:
-        store.conn.set_trace_callback(None)
-    return got, [s.split("MATCH '", 1)[1].split("' ORDER BY")[0] for s in statements if "bm25(" in s]
+        store.conn.set_progress_handler(None, 100)
+    return got.ranked, steps[0]
+
+
+def _unpruned(store, terms):
+    return _work(store, lambda: recall_reads.word_matches(store, terms, Filter(project="p"), 10))
 
 
 def _same(got: list[tuple[int, float]], want: list[tuple[int, float]]) -> None:
@@ -60,12 +74,15 @@ def test_common_words_are_left_out_of_ranking_and_the_answer_is_unchanged(ctx):
         notes.append(" ".join(words) + f" step{i}")
     _fill(store, notes)
     terms = ["deploy", "rollback", "canary"]
-    stats = recall_reads.word_stats(store, terms)
+    stats = _stats(store, terms)
     assert bm25.prunable(terms, stats.total, stats.df, 40) == ["deploy"]
     df = stats.df
     assert df["deploy"] == 300 and df["rollback"] + df["canary"] < 300 - 40  # fewer rows ranked
-    got, ranked = _ranked(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10))
-    assert ranked == ['("rollback" OR "canary") AND ("deploy")', '("rollback" OR "canary") NOT ("deploy")']
+    got, work = _work(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10, stats))
+    # the same statement with a bound no match can pass: the full ranking runs after the parts
+    _, failed_work = _work(store, lambda: recall_reads.word_matches(store, terms, Filter(project="p"), 10,
+                                                                    ["deploy"], bound=1e9))
+    assert work < failed_work, (work, failed_work)  # here it did not run
     _same(got, _full(store, terms, 10))
     assert all("rollback" in notes[m - 1] or "canary" in notes[m - 1] for m, _ in got)
 
@@ -79,26 +96,27 @@ def test_a_wrong_guess_falls_back_to_ranking_every_match(ctx):
     notes += [f"{FILLER[i % len(FILLER)]} {FILLER[(i + 3) % len(FILLER)]} o{i}" for i in range(225)]
     _fill(store, notes)
     terms = ["deploy", "rollback"]
-    stats = recall_reads.word_stats(store, terms)
+    stats = _stats(store, terms)
     assert bm25.prunable(terms, stats.total, stats.df, 40) == ["deploy"]  # the guess is tried ...
-    got, ranked = _ranked(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10))
-    assert len(ranked) == 3 and ranked[-1] == '"deploy" OR "rollback"'  # found wanting: all ranked
+    got, work = _work(store, lambda: bm25.matches(store, terms, Filter(project="p"), 10, stats))
+    _, plain_work = _unpruned(store, terms)
+    assert work > plain_work  # ... found wanting: everything is ranked after it
     _same(got, _full(store, terms, 10))
     assert all(notes[m - 1].startswith("deploy") for m, _ in got)  # and the short ones win
 
 
 def test_the_indexed_count_is_the_number_of_memories(ctx):
     store = ctx.store()
-    assert recall_reads.indexed(store) == 0
+    assert _stats(store, []).total == 0
     _fill(store, [f"note number {i}" for i in range(300)])
     with store.write():
         for mid in (5, 17, 200):
             memories.delete(store, mid)
-    assert recall_reads.indexed(store) == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
-    assert recall_reads.word_stats(store, ["note", "number", "absent"]) == recall_reads.WordStats(
+    assert _stats(store, []).total == 297 == store.conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    assert _stats(store, ["note", "number", "absent"]) == recall_reads.WordStats(
         297, {"note": 297, "number": 297, "absent": 0})
     fts_rows = store.conn.execute("SELECT count(*) FROM memories_fts").fetchone()[0]
-    assert recall_reads.indexed(store) == fts_rows  # the count bm25's IDF uses
+    assert _stats(store, []).total == fts_rows  # the count bm25's IDF uses
 
 
 def _common_by_counting_everything(store, flt, terms, share):
@@ -128,6 +146,6 @@ def test_common_terms_count_only_what_the_answer_needs_and_agree_with_the_defini
     for flt in (Filter(project="p"), Filter(project="q"), Filter(project=None), Filter(all_projects=True)):
         for share in (0.01, 0.05, 0.2, 0.45):
             want = _common_by_counting_everything(store, flt, terms, share)
-            assert recall_reads.common_terms(store, flt, terms, share) == want
+            assert recall_reads.facts(store, flt, names=terms, share=share).common(share) == set(want)
             checked += bool(want) and len(want) < len(terms) - 1
     assert checked >= 4  # the cases separate common from rare names, not all one way
