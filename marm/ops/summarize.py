@@ -139,11 +139,11 @@ def summarize(
     project: ProjectOpt = None,
     reason: Annotated[str | None, Param("why, kept in the audit trail", short="-r")] = None,
 ) -> SummarizeResult:
-    """Write the summary of a cluster of old episodes yourself, instead of `marm compact`'s extract.
+    """Write the summary of a cluster of old episodes yourself, instead of compaction's extract.
 
     A cluster is one session's episodes of one week, older than `older_than` days. List
     the clusters (each with its episodes' text), stage a summary for one, then apply it:
-    the episodes are folded into the summary exactly as `marm compact` folds them
+    the episodes are folded into the summary exactly as compaction folds them
     (superseded by it, unchanged, restorable). Discarding drops a staged summary; the
     episodes stay as they are. An apply is refused when an episode changed since the
     summary was staged.
