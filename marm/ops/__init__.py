@@ -39,7 +39,7 @@ COMMANDS: dict[str, dict[str, str]] = {
         "compact": "Fold old episodes into one summary memory per session and week.",
     },
     "marm.ops.summarize": {
-        "summarize": "Write the summary of a cluster of old episodes yourself, instead of `marm compact`'s extract.",
+        "summarize": "Write the summary of a cluster of old episodes yourself, instead of compaction's extract.",
     },
     "marm.ops.notebook": {
         "notebook": "Keep named, reusable instructions; `use` activates one for a session.",
