@@ -153,13 +153,27 @@ def without_names(query: str, names: list[str]) -> str:
     return rest if lexical.words(rest) else query
 
 
+#: Names whose every combination ``topics`` spells out (2 ** 6 topics at most).
+TOPIC_NAMES = 6
+
+
 def topics(query: str, names: list[str]) -> list[str]:
     """Every topic ``query`` can have, whichever of ``names`` turn out common: the word
     statistics of all of them are read in the recall's first statement, with the counts
-    that decide which names are common (``common_names``)."""
+    that decide which names are common (``common_names``).
+
+    The combinations double with each name, and a pasted prompt can hold dozens of
+    capitalised words: past ``TOPIC_NAMES`` names the rest are kept or dropped together.
+    Every topic's words are among the query's own, which are always counted; only a
+    compound spelled across names dropped in another combination can go uncounted,
+    and counts as held by no memory.
+    """
     rest = lexical.without_exceptions(query)
+    head, tail = names[:TOPIC_NAMES], names[TOPIC_NAMES:]
+    masks = [(*mask, *([last] * len(tail))) for mask in itertools.product((False, True), repeat=len(head))
+             for last in ((False, True) if tail else (False,))]
     return list(dict.fromkeys(without_names(rest, [n for n, out in zip(names, mask, strict=True) if out])
-                              for mask in itertools.product((False, True), repeat=len(names))))
+                              for mask in masks))
 
 
 def query_terms(topic: str) -> list[str]:
@@ -212,8 +226,8 @@ def word_scores(store: Store, query: str, flt: Filter, limit: int,
         facts = recall_reads.facts(store, flt, terms=query_terms(query))
     df = facts.words.df
     # The share is of the query's own words: another spelling of one adds no information.
-    ceiling = sum(bm25.idf(facts.words.total, df[t]) for t in terms if df[t]) or 1.0
-    held = [c for c in lexical.compounds(query) if c not in terms and df[c]]
+    ceiling = sum(bm25.idf(facts.words.total, df[t]) for t in terms if df.get(t)) or 1.0
+    held = [c for c in lexical.compounds(query) if c not in terms and df.get(c)]
     terms = terms + held
     found = bm25.matches(store, terms, flt, limit, recall_reads.WordStats(facts.words.total, df))
     return {mid: min(1.0, max(0.0, raw) / ceiling) for mid, raw in found.ranked}, found.near

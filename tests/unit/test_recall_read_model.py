@@ -95,3 +95,20 @@ def test_a_memory_waiting_for_its_vector_is_read_in_the_same_statements(ctx, pop
         out, counted = _statements(store, lambda: recall.run(store, "zeta quartz rollout", flt, 5, "hybrid"))
     assert out.hits[0].memory.id == new and out.hits[0].meaning is not None
     assert 1 <= len(counted) <= MOST, "\n".join(counted)
+
+
+def test_a_prompt_with_many_names_is_answered_at_once(tmp_path):
+    """2 ** names topics took seconds for a pasted prompt with many capitalised words."""
+    import time
+
+    from marm.recall import hybrid
+
+    names = [f"Name{i}" for i in range(24)]
+    query = " ".join(f"{n} said the deploy uses Render" for n in names)
+    start = time.perf_counter()
+    spelled = hybrid.topics(query, names)
+    assert time.perf_counter() - start < 1.0
+    assert len(spelled) <= 2 ** (hybrid.TOPIC_NAMES + 1)
+    # Every name kept, every name dropped, and each of the first names dropped alone.
+    assert hybrid.without_names(query, []) in spelled and hybrid.without_names(query, names) in spelled
+    assert hybrid.without_names(query, names[:1]) in spelled
