@@ -2,7 +2,8 @@
 
 Under pytest-xdist (``tests/run.sh`` runs one worker per core) a test marked ``alone``
 runs with no other test beside it: the ones that time many processes against a budget
-would otherwise measure the other worker's load.
+would otherwise measure the other worker's load, and a real agent CLI would go on before
+marm's MCP server had started.
 """
 
 from __future__ import annotations

@@ -34,6 +34,10 @@ except ModuleNotFoundError:  # Python 3.10: the backport marm depends on there
 
 from tests.e2e.mock_model import MockModel, Reply, Turn
 
+#: Under xdist each session runs with no other test beside it: an agent that finds marm's
+#: MCP server still starting goes on without its tools, which a loaded machine made happen.
+pytestmark = pytest.mark.alone
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".agents" / "node_modules" / ".bin"
 CLI = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
