@@ -1,7 +1,14 @@
-"""Fixtures every test shares. Each test gets its own empty MARM_HOME and HOME, never the real ones."""
+"""Fixtures every test shares. Each test gets its own empty MARM_HOME and HOME, never the real ones.
+
+Under pytest-xdist (``tests/run.sh`` runs one worker per core) a test marked ``alone``
+runs with no other test beside it: the ones that time many processes against a budget
+would otherwise measure the other worker's load, and a real agent CLI would go on before
+marm's MCP server had started.
+"""
 
 from __future__ import annotations
 
+import fcntl
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,6 +17,28 @@ import pytest
 
 from marm.context import Ctx
 from tests.helpers import run_marm
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """A readers-writer lock across the xdist workers of this run (two ``flock`` files in
+    their shared temp root): every test holds it shared, an ``alone`` test exclusive. The
+    turnstile keeps new tests from starting while an ``alone`` test waits for the lock."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return (yield)
+    # each worker's base temp is <the run's root>/popen-gwN: the root is shared
+    root = item.config._tmp_path_factory.getbasetemp().parent  # type: ignore[attr-defined]
+    alone = item.get_closest_marker("alone") is not None
+    with open(root / "alone.turnstile", "a") as turn, open(root / "alone.lock", "a") as lock:
+        fcntl.flock(turn, fcntl.LOCK_EX)
+        fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(turn, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            fcntl.flock(turn, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)

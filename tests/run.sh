@@ -6,10 +6,30 @@
 # - a virtual environment with the project and its test extra (pip);
 # - the pinned agent CLIs for tests/e2e (npm, into the git-ignored .agents/);
 # - a throwaway PostgreSQL cluster for tests/sync (a Unix socket, no TCP port), stopped on exit;
-# - the real MARM peer for the import test (pip, into a temporary venv, by the test itself);
-# then mypy over marm/ and pytest. A part that cannot be had makes its tests skip and say why.
+# - the real MARM peer for the import test (pip, into a temporary venv, in the background from
+#   the start, since it takes longer than any test: tests/peer.py; the test waits for it);
+# then mypy over marm/ and pytest, in parallel (pytest-xdist, one worker per core).
+# A part that cannot be had makes its tests skip and say why.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+peer_pid=""
+pg_started=""
+cleanup() {
+  if [ -n "$peer_pid" ]; then kill -- "-$peer_pid" 2>/dev/null || true; wait "$peer_pid" 2>/dev/null || true; fi
+  [ -n "${MARM_TEST_PEER_DIR:-}" ] && rm -rf "$MARM_TEST_PEER_DIR"
+  [ -n "$pg_started" ] && .ci/postgres-stop
+  return 0
+}
+trap cleanup EXIT
+# The real MARM (marm-mcp-server from PyPI, ~90 packages, about two minutes) for the import
+# test against a store it wrote; MARM_TEST_PEER=0 skips it.
+export MARM_TEST_PEER="${MARM_TEST_PEER:-1}"
+if [ "$MARM_TEST_PEER" = 1 ] && [ -z "${MARM_TEST_PEER_BIN:-}" ]; then
+  MARM_TEST_PEER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/marm-peer.XXXXXX")"
+  export MARM_TEST_PEER_DIR
+  setsid python3 tests/peer.py "$MARM_TEST_PEER_DIR" &   # its own process group: the trap ends pip too
+  peer_pid=$!
+fi
 missing=""
 for tool in chromium zsh fish; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done
 if [ -n "$missing" ]; then
@@ -30,9 +50,6 @@ mypy
 .ci/postgres-start || true
 if [ -f .ci/.pg-url ]; then
   export MARM_TEST_PG="$(cat .ci/.pg-url)"
-  trap '.ci/postgres-stop' EXIT
+  pg_started=1
 fi
-# The real MARM (marm-mcp-server from PyPI, ~90 packages, about two minutes) for the import
-# test against a store it wrote; MARM_TEST_PEER=0 skips it.
-export MARM_TEST_PEER="${MARM_TEST_PEER:-1}"
-python -m pytest -q "$@"
+python -m pytest -q -n auto --dist worksteal "$@"

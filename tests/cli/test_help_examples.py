@@ -3,8 +3,11 @@ parses (through typer's own parser: nothing is run, so no example writes anythin
 
 from __future__ import annotations
 
+import functools
+import json
 import shlex
-from concurrent.futures import ThreadPoolExecutor
+import subprocess
+import sys
 
 import pytest
 import typer.main
@@ -36,12 +39,18 @@ def marm_words(example: str) -> list[str]:
     raise AssertionError(f"no marm command in the example {example!r}")
 
 
+@functools.cache
+def _cli() -> typer.core.TyperGroup:
+    """The CLI's click command tree, built once (building it per example took seconds)."""
+    return typer.main.get_command(build_app())  # type: ignore[return-value]
+
+
 def _parse(words: list[str]) -> tuple[str, ...]:
     """Parse ``marm WORDS`` with the CLI's own parser; the path of the command it names."""
     ops = load()
     path = max((p for p in ops if tuple(words[:len(p)]) == p), key=len, default=None)
     assert path is not None, f"no command named in {words}"
-    command = typer.main.get_command(build_app())
+    command = _cli()
     for word in path:
         command = command.commands[word]  # type: ignore[attr-defined]
     with command.make_context(" ".join(("marm", *path)), words[len(path):]):
@@ -67,17 +76,35 @@ def test_a_wrong_example_would_fail_to_parse():
     assert _parse(marm_words("echo '{}' | marm hook prompt --agent codex")) == ("hook",)
 
 
+#: Prints every command's --help as ``python -m marm PATH --help`` does, in one process.
+_ALL_HELPS = """
+import contextlib, io, json, sys
+from marm import cli
+helps = {}
+for path in json.loads(sys.argv[1]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            cli.main([*path, "--help"])
+        except SystemExit as exc:
+            assert exc.code in (0, None), (path, exc.code)
+    helps[" ".join(path)] = out.getvalue()
+sys.stdout.write(json.dumps(helps))
+"""
+
+
 @pytest.mark.slow
 def test_every_command_help_has_an_examples_section():
+    """The helps come from one real process (a process per command took half a minute);
+    one command's is checked against ``marm ... --help`` run as a process of its own."""
     ops = list(load().values())
-
-    def help_of(path: tuple[str, ...]) -> str:
-        run = run_marm(*path, "--help")
-        assert run.code == 0, (path, run.err)
-        return run.out
-
-    with ThreadPoolExecutor(4) as pool:
-        helps = dict(zip([o.path for o in ops], pool.map(help_of, [o.path for o in ops])))
+    proc = subprocess.run([sys.executable, "-c", _ALL_HELPS, json.dumps([o.path for o in ops])],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    helps = {tuple(k.split(" ")): v for k, v in json.loads(proc.stdout).items()}
+    assert len(helps) == len(ops)
+    alone = run_marm(*ops[0].path, "--help")
+    assert alone.code == 0 and alone.out == helps[ops[0].path], alone.err
     for o in ops:
         lines = [line.strip() for line in helps[o.path].splitlines()]
         assert "Examples:" in lines, o.name

@@ -34,11 +34,19 @@ except ModuleNotFoundError:  # Python 3.10: the backport marm depends on there
 
 from tests.e2e.mock_model import MockModel, Reply, Turn
 
+#: Under xdist each session runs with no other test beside it: an agent that finds marm's
+#: MCP server still starting goes on without its tools, which a loaded machine made happen.
+pytestmark = pytest.mark.alone
+
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".agents" / "node_modules" / ".bin"
 CLI = {"claude": "claude", "codex": "codex", "gemini": "gemini"}
 #: Seconds one agent session may take (a normal run takes 5-15 s).
 SESSION_SECONDS = 150
+#: Seconds an agent waits for marm's MCP server to start before it goes on without its
+#: tools (Codex's default is 10, Claude Code's 30): the suite runs on every core beside
+#: other tests, where a Python start-up can take longer than that.
+MCP_START_SECONDS = 60
 
 BRIEFED = "DECISION: use idempotency keys on the payment webhook"
 RECALLED = "NOTE: the flaky upload test came from a shared tmp dir under /var/tmp"
@@ -144,7 +152,8 @@ def run_session(agent: str, tmp_path: Path,
         run_env = dict(env)
         if agent == "claude":
             run_env |= {"ANTHROPIC_BASE_URL": mock.url, "ANTHROPIC_API_KEY": "dummy-key",
-                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+                        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                        "MCP_TIMEOUT": str(MCP_START_SECONDS * 1000)}
             cmd = ["claude", "-p", PROMPT, "--output-format", "json",
                    "--allowedTools", "mcp__marm__marm_smart_recall", "Bash(ls:*)"]
         elif agent == "codex":
@@ -153,7 +162,8 @@ def run_session(agent: str, tmp_path: Path,
                         f'env_key="MOCK_MODEL_KEY", wire_api="responses"}}')
             # --dangerously-bypass-hook-trust: this run's stand-in for trusting the hooks in /hooks
             cmd = ["codex", "exec", "--dangerously-bypass-hook-trust", "-c", provider,
-                   "-c", "model_provider=mock", "-c", "model=gpt-5", PROMPT]
+                   "-c", "model_provider=mock", "-c", "model=gpt-5",
+                   "-c", f"mcp_servers.marm.startup_timeout_sec={MCP_START_SECONDS}", PROMPT]
         else:
             run_env |= {"GEMINI_API_KEY": "dummy-key", "GOOGLE_GEMINI_BASE_URL": mock.url}
             cmd = ["gemini", "-p", PROMPT, "--yolo", "--output-format", "json"]

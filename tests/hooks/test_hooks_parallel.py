@@ -32,6 +32,7 @@ def fire(payloads: list[dict]) -> list[subprocess.CompletedProcess]:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # 50 processes against the stop hook's budget: not beside another test's load
 def test_fifty_parallel_stops_store_fifty_captures_once(tmp_path, marm_home):
     p = seed(tmp_path)
     payloads = [

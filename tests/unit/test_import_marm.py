@@ -23,6 +23,7 @@ from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import Store, memories, notebook
 from marm.store.memories import Filter
+from tests import peer as peer_install
 from tests.helpers import git_init, run_marm
 
 CODE = "DECISION: guard retries with if (a < b && c) { retry(); }"
@@ -143,26 +144,27 @@ def test_a_missing_or_foreign_file_is_an_error(tmp_path, marm_home):
 
 # --- the real MARM ---------------------------------------------------------------------------
 
-PEER_VERSION = "marm-mcp-server==2.60.1"
-
-
 @pytest.fixture(scope="session")
 def peer(tmp_path_factory):
-    """marm-mcp-server installed from the package index into a venv of its own; it takes
-    about two minutes here, so only with MARM_TEST_PEER=1, which ``tests/run.sh`` (CI's
-    command) sets, or MARM_TEST_PEER_BIN naming an installed ``marm-mcp-stdio`` of that
-    version; it skips with pip's reason when the package cannot be installed."""
+    """marm-mcp-server installed from the package index into a venv of its own
+    (``tests/peer.py``); it takes about two minutes here, so only with MARM_TEST_PEER=1,
+    which ``tests/run.sh`` (CI's command) sets, or MARM_TEST_PEER_BIN naming an installed
+    ``marm-mcp-stdio`` of that version. run.sh starts the install in the background at its
+    start and names its folder in MARM_TEST_PEER_DIR: then this waits for it. It skips with
+    pip's reason when the package cannot be installed."""
     if os.environ.get("MARM_TEST_PEER_BIN"):
         return Path(os.environ["MARM_TEST_PEER_BIN"])
     if os.environ.get("MARM_TEST_PEER") != "1":
-        pytest.skip(f"set MARM_TEST_PEER=1 to install {PEER_VERSION} (about 2 minutes) and test against it")
-    venv = tmp_path_factory.mktemp("marm-peer") / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "pip"), "install", "-q", PEER_VERSION], capture_output=True,
-                         text=True, timeout=900)
-    if pip.returncode != 0:
-        pytest.skip(f"cannot install {PEER_VERSION}: {pip.stderr.strip().splitlines()[-1:]}")
-    return venv / "bin" / "marm-mcp-stdio"
+        pytest.skip(f"set MARM_TEST_PEER=1 to install {peer_install.VERSION} (about 2 minutes) and test against it")
+    if os.environ.get("MARM_TEST_PEER_DIR"):
+        directory = Path(os.environ["MARM_TEST_PEER_DIR"])
+        why = peer_install.wait(directory)
+    else:
+        directory = tmp_path_factory.mktemp("marm-peer")
+        why = peer_install.install(directory)
+    if why is not None:
+        pytest.skip(f"cannot install {peer_install.VERSION}: {why}")
+    return peer_install.stdio(directory)
 
 
 class _Stdio:

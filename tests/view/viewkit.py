@@ -1,6 +1,7 @@
 """A populated store for the view tests, and a real headless Chromium to look at it.
 
-The store is built once per module through the real CLI: two projects (git
+The store is built once per module through the CLI in this process (``invoke_marm``: the
+tests then look at it through real processes and the browser): two projects (git
 repositories), a global note, hostile memories, a retracted and a doubted one, and a
 concept graph drained from them. The browser is Debian's ``chromium`` driven by
 Playwright for Python through ``executable_path`` (never a downloaded browser); when
@@ -20,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git_init, run_marm
+from tests.helpers import git_init, invoke_marm, run_marm
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -57,6 +58,12 @@ class Populated:
         assert run.code == 0, (args, run.err)
         return run.json()
 
+    def build(self, *args: str, cwd: Path | None = None):
+        """``ok`` in this process: for laying out the store, where a process adds nothing."""
+        run = invoke_marm(*args, cwd=cwd or self.alpha, env=self.env)
+        assert run.code == 0, (args, run.err)
+        return run.json()
+
 
 @pytest.fixture(scope="module")
 def populated(tmp_path_factory) -> Populated:
@@ -66,12 +73,12 @@ def populated(tmp_path_factory) -> Populated:
     env = {"MARM_HOME": str(root / "marm-home"), "HOME": str(user_home)}
     p = Populated(root, env, git_init(root / "alpha"), git_init(root / "beta"))
     for text in ALPHA + HOSTILE + [RETRACTED, DOUBTED]:
-        p.ids[text] = p.ok("log", text)["id"]
-    p.ids[BETA] = p.ok("log", BETA, cwd=p.beta)["id"]
-    p.ids[GLOBAL] = p.ok("log", GLOBAL, cwd=root)["id"]
-    p.ok("retract", str(p.ids[RETRACTED]), "-r", "it runs at 02:00")
-    p.ok("doubt", str(p.ids[DOUBTED]), "-r", "nobody checked")
-    p.ok("drain", "--kind", "concepts")
+        p.ids[text] = p.build("log", text)["id"]
+    p.ids[BETA] = p.build("log", BETA, cwd=p.beta)["id"]
+    p.ids[GLOBAL] = p.build("log", GLOBAL, cwd=root)["id"]
+    p.build("retract", str(p.ids[RETRACTED]), "-r", "it runs at 02:00")
+    p.build("doubt", str(p.ids[DOUBTED]), "-r", "nobody checked")
+    p.build("drain", "--kind", "concepts")
     return p
 
 
