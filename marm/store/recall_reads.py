@@ -25,6 +25,8 @@ triggers keep (migration 3), which bm25's IDF counts the same way.
 
 from __future__ import annotations
 
+import json
+
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -119,6 +121,10 @@ class CandidateRows:
     named: dict[int, list[tuple[str, str]]]
 
 
+#: ``phrase`` of a ``json_each`` row's value, in SQL.
+_PHRASE_OF_VALUE = """'"' || replace(j.value, '"', '""') || '"'"""
+
+
 def phrase(term: str) -> str:
     """``term`` as one FTS5 phrase (quotes doubled)."""
     return '"' + term.replace('"', '""') + '"'
@@ -176,16 +182,17 @@ def facts(store: Store, flt: Filter, *, terms: Sequence[str] = (), names: Sequen
     where, args = flt.where()
     q = _Union(width=3)
     q.arm("total", ["(SELECT n FROM memory_count WHERE id = 1)"], "")
-    for term in dict.fromkeys(terms):
-        q.arm("df", ["?", "(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?)"], "", [term, phrase(term)])
+    if terms:  # one arm over a JSON list: a compound SELECT holds at most 500 arms
+        q.arm("df", ["j.value", f"(SELECT count(*) FROM memories_fts WHERE memories_fts MATCH {_PHRASE_OF_VALUE})"],
+              "FROM json_each(?) j", [json.dumps(list(dict.fromkeys(terms)))])
     lowered = list(dict.fromkeys(names))
     if lowered:
         q.cte("c(ceiling) AS (SELECT coalesce((SELECT CAST(? * n AS INTEGER) FROM memory_count WHERE id = 1), 0))",
               [share])
-        counts = " UNION ALL ".join(
-            f"SELECT ? AS k, (SELECT count(*) FROM (SELECT 1 FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-            f" WHERE memories_fts MATCH ? AND {where} LIMIT (SELECT ceiling + 1 FROM c))) AS n" for _ in lowered)
-        q.cte(f"named(k, n) AS MATERIALIZED ({counts})", [a for t in lowered for a in (t, phrase(t), *args)])
+        counts = (f"SELECT j.value AS k, (SELECT count(*) FROM (SELECT 1 FROM memories_fts f JOIN memories m"
+                  f" ON m.id = f.rowid WHERE memories_fts MATCH {_PHRASE_OF_VALUE} AND {where}"
+                  f" LIMIT (SELECT ceiling + 1 FROM c))) AS n FROM json_each(?) j")
+        q.cte(f"named(k, n) AS MATERIALIZED ({counts})", [*args, json.dumps(lowered)])
         # The smallest scope size past which no count at or below the ceiling is common:
         # counting further cannot change the answer.
         q.cte("need(n) AS (SELECT coalesce(max(n), 0) FROM named WHERE n <= (SELECT ceiling FROM c))")

@@ -112,3 +112,15 @@ def test_a_prompt_with_many_names_is_answered_at_once(tmp_path):
     # Every name kept, every name dropped, and each of the first names dropped alone.
     assert hybrid.without_names(query, []) in spelled and hybrid.without_names(query, names) in spelled
     assert hybrid.without_names(query, names[:1]) in spelled
+
+
+def test_a_pasted_prompt_of_many_words_and_names_is_read_in_the_same_statements(ctx, populated):
+    """A compound SELECT holds at most 500 arms: the terms and the names are each one arm
+    over a JSON list, however many a long pasted prompt holds."""
+    store = ctx.store()
+    flt = memory_filter(ctx, project="p", all_projects=False)
+    words = " ".join(f"word{i} Name{i}" for i in range(400))
+    query = f"How do we stop the payment webhook retrying twice? {words}"
+    out, counted = _statements(store, lambda: recall.run(store, query, flt, 5, "hybrid"))
+    assert populated["question"] in [h.memory.id for h in out.hits]
+    assert 1 <= len(counted) <= MOST, "\n".join(counted)
