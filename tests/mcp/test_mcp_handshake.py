@@ -133,22 +133,12 @@ def test_answering_the_handshake_imports_no_sdk(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["eof", "sigint", "sigterm"])
 def test_the_server_stops_at_once_while_the_sdk_still_loads(tmp_path, how):
-    import signal
-    import time
-
     repo = git_init(tmp_path / "proj")
     first = StdioClient(repo)
     _handshake(first)  # saves the answers
     first.close()
     client = StdioClient(repo)
     client.request("initialize", INIT)  # answered from the saved answers, the SDK still loading
-    start = time.monotonic()
-    if how == "eof":
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-    else:
-        client.proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
-    code = client.proc.wait(timeout=10)
-    seconds = time.monotonic() - start
+    code, seconds = client.stop(how)
     assert seconds < 0.1, f"{how}: {seconds:.3f}s"
     assert code == {"eof": 0, "sigint": 130, "sigterm": 143}[how]

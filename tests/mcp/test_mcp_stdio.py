@@ -57,6 +57,21 @@ class StdioClient:
     def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
         return self.request("tools/call", {"name": tool, "arguments": arguments})
 
+    def stop(self, how: str) -> tuple[int, float]:
+        """Tell the server to stop as a client does (``eof``: close its input; ``sigint``
+        or ``sigterm``: that signal); its exit code and the seconds it took."""
+        import signal
+        import time
+
+        start = time.monotonic()
+        if how == "eof":
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        else:
+            self.proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
+        code = self.proc.wait(timeout=10)
+        return code, time.monotonic() - start
+
     def close(self) -> tuple[int, str]:
         assert self.proc.stdin is not None
         self.proc.stdin.close()
@@ -118,9 +133,6 @@ def test_stdio_session_end_to_end(tmp_path):
 @pytest.mark.slow
 @pytest.mark.parametrize("how", ["eof", "sigint", "sigterm"])
 def test_the_server_exits_at_once_and_leaves_queued_work_queued(tmp_path, how):
-    import signal
-    import time
-
     repo = git_init(tmp_path / "proj")
     client = StdioClient(repo)
     client.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
@@ -128,14 +140,7 @@ def test_the_server_exits_at_once_and_leaves_queued_work_queued(tmp_path, how):
     client.send({"method": "notifications/initialized"})
     wrote = client.call("marm_log_entry", text="DECISION: the server stops when told")
     assert not wrote.get("isError")
-    start = time.monotonic()
-    if how == "eof":
-        assert client.proc.stdin is not None
-        client.proc.stdin.close()
-    else:
-        client.proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGTERM)
-    client.proc.wait(timeout=10)
-    seconds = time.monotonic() - start
+    _, seconds = client.stop(how)
     print(f"{how}: exited in {seconds * 1000:.0f} ms")
     assert seconds < 0.1, f"{how}: {seconds:.3f}s"
     status = subprocess.run([sys.executable, "-m", "marm", "status", "--json"], cwd=repo,
