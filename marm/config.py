@@ -65,6 +65,10 @@ SETTINGS: dict[str, Setting] = {
                 "injected for a prompt", "MARM_INJECT_MIN_SCORE"),
         Setting("inject.min_meaning", "0.35", "least cosine (0-1) between a prompt and a memory for "
                 "it to be injected", "MARM_INJECT_MIN_MEANING"),
+        Setting("inject.ask_min_score", "0.22", "inject.min_score for a prompt that asks a question "
+                "(how, why, which ...?) rather than asks for work", "MARM_INJECT_ASK_MIN_SCORE"),
+        Setting("inject.ask_min_meaning", "0.30", "inject.min_meaning for a prompt that asks a question",
+                "MARM_INJECT_ASK_MIN_MEANING"),
         Setting("auto_concepts", "on", "the drain extracts concepts from new memories",
                 "MARM_AUTO_CONCEPTS", ON_OFF),
         Setting("auto_code_index", "on", "the drain re-indexes repositories hooks marked dirty",

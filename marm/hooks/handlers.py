@@ -20,8 +20,8 @@ from marm.store.records import Memory
 
 #: Memories considered for a prompt before the relevance gate.
 RECALL_CANDIDATES = 10
-#: Memories injected for a prompt at most: the best-ranked three once the gate opens.
-INJECT_ITEMS = 3
+#: Memories injected for a prompt at most: the best-ranked four once the gate opens.
+INJECT_ITEMS = 4
 #: The briefing: recent memories of each section considered, how many of each shown
 #: (those capture was surest of), the longest line and the whole block.
 BRIEF_POOL = 40
@@ -129,7 +129,10 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     if ev.session_id:
         since = capture.in_context_since(ctx, ev.session_id)
         hits = [h for h in hits if h.memory.session != ev.session_id or h.memory.recorded_at <= since]
-    hits = inject.shown(hits, text, _number(ctx, "inject.min_score"), _number(ctx, "inject.min_meaning"),
+    # A question asks for what is known, and a memory that half answers it helps; a task
+    # asks for work, where a memory only on its topic distracts: the gate is lower for asking.
+    bar = "inject.ask_" if inject.asks(text) else "inject."
+    hits = inject.shown(hits, text, _number(ctx, bar + "min_score"), _number(ctx, bar + "min_meaning"),
                         INJECT_ITEMS)
     return inject.fence(
         ev.agent,

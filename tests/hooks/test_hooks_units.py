@@ -271,3 +271,24 @@ def test_a_long_episode_shows_its_question_briefly_then_the_part_of_the_answer_a
     assert "avgMaxPop" in line and len(line) < 340
     # The question is shown once and short: its restatement does not take the room.
     assert line.count("I want to check weather") == 1
+
+
+def test_a_prompt_asks_when_it_questions_not_when_it_requests_work():
+    for asking in ("how is the nightly export scheduled?", "Why does the build fail on CI",
+                   "Which files implement the call screen for vets?", "Is the engine allowed to trade?",
+                   "npm test prints nothing on my machine. What did we do about that before?",
+                   "Should I also polish the dashboard while I'm at it"):
+        assert inject.asks(asking), asking
+    for task in ("add pagination to the campaigns index", "Can you add pagination?",
+                 "could you fix the flaky upload test?", "Please fix the modal?", "fix the build"):
+        assert not inject.asks(task), task
+
+
+def test_words_inside_file_paths_do_not_locate_an_excerpt():
+    filler = " ".join(f"Step {i} of the refactor moved one helper." for i in range(12))
+    content = (f"{filler} The chat panel follows the light theme: a white card with gray borders. {filler}\n"
+               "Changed: src/routes/call/chat.tsx, src/routes/call/video.tsx, src/styles/call.css")
+    text = inject.excerpt(content, "what styling does the chat in the call follow", 160)
+    assert "light theme" in text
+    # A query that names a path is matched on paths too.
+    assert "src/routes/call/chat.tsx" in inject.excerpt(content, "who changed src/routes/call/chat.tsx", 160)
