@@ -2,21 +2,28 @@
 
 Under pytest-xdist (``tests/run.sh`` runs one worker per core) a test marked ``alone``
 runs with no other test beside it: the ones that time many processes against a budget
-would otherwise measure the other worker's load, and a real agent CLI would go on before
-marm's MCP server had started.
+would otherwise measure the other worker's load. A test that needs the machine for only
+a part of its run (a real agent CLI, which would go on before marm's MCP server had
+started) takes the ``alone`` fixture around that part instead, so its set-up and checks
+share the machine.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from marm.context import Ctx
 from tests.helpers import run_marm
+
+#: The lock files of the test running in this worker (turnstile, lock), while it holds them.
+_held: tuple[IO[str], IO[str]] | None = None
 
 
 @pytest.hookimpl(wrapper=True)
@@ -34,11 +41,40 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
         if not alone:
             fcntl.flock(turn, fcntl.LOCK_UN)
+        global _held
+        _held = (turn, lock)
         try:
             return (yield)
         finally:
+            _held = None
             fcntl.flock(lock, fcntl.LOCK_UN)
             fcntl.flock(turn, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _machine_alone() -> Iterator[None]:
+    """Inside: no other test runs in another worker (the lock this test holds shared, made
+    exclusive for the block; the shared hold is let go first, so two workers asking at once
+    take turns instead of waiting on each other)."""
+    if _held is None:  # not under xdist
+        yield
+        return
+    turn, lock = _held
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    fcntl.flock(turn, fcntl.LOCK_EX)
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+        fcntl.flock(turn, fcntl.LOCK_UN)
+
+
+@pytest.fixture
+def alone() -> Callable[[], AbstractContextManager[None]]:
+    """``with alone(): ...`` runs the block with no other test beside it (see the module
+    docstring); the rest of the test shares the machine."""
+    return _machine_alone
 
 
 @pytest.fixture(autouse=True)

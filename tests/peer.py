@@ -1,10 +1,13 @@
 """The real MARM (marm-mcp-server from the package index) in a venv of its own, for the
 import test in ``tests/unit/test_import_marm.py``.
 
-Its install takes about two minutes here, longer than any test, so ``tests/run.sh`` starts
-it in the background before mypy (``python3 tests/peer.py DIR &``, stdlib only) and the
-test's fixture waits for it (``wait``); run without run.sh, the fixture installs inline.
-The background install writes ``DIR/rc`` last, so a reader never sees half a result.
+Its install takes about two minutes here (and ~40 s of CPU), longer than any test, so
+``tests/run.sh`` keeps it in the git-ignored ``.peer/`` of the checkout, installs it there
+in the background before mypy when it is missing or of another version (``python3
+tests/peer.py DIR &``, stdlib only), and the test's fixture waits for it (``wait``); run
+without run.sh, the fixture installs inline. The install writes ``DIR/version`` and then
+``DIR/rc`` last, so a reader never sees half a result; ``python3 tests/peer.py --ready DIR``
+exits 0 when DIR holds a finished install of ``VERSION``.
 """
 
 from __future__ import annotations
@@ -50,12 +53,22 @@ def wait(directory: Path, timeout: float = INSTALL_TIMEOUT + 60) -> str | None:
     return None if rc.read_text().strip() == "0" else why or "the background install failed"
 
 
+def ready(directory: Path) -> bool:
+    """Whether ``directory`` holds a finished, successful install of ``VERSION``."""
+    try:
+        return ((directory / "rc").read_text().strip() == "0"
+                and (directory / "version").read_text().strip() == VERSION and stdio(directory).is_file())
+    except OSError:
+        return False
+
+
 def main(directory: Path) -> int:
-    """Install, then write ``why`` (on failure) and ``rc``, the latter atomically, last."""
+    """Install, then write ``why`` (on failure), ``version`` and ``rc``, the last atomically, last."""
     directory.mkdir(parents=True, exist_ok=True)
     why = install(directory)
     if why is not None:
         (directory / "why").write_text(why)
+    (directory / "version").write_text(VERSION)
     tmp = directory / "rc.tmp"
     tmp.write_text("0" if why is None else "1")
     os.replace(tmp, directory / "rc")
@@ -63,4 +76,6 @@ def main(directory: Path) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--ready":
+        sys.exit(0 if ready(Path(sys.argv[2])) else 1)
     sys.exit(main(Path(sys.argv[1])))

@@ -6,8 +6,9 @@
 # - a virtual environment with the project and its test extra (pip);
 # - the pinned agent CLIs for tests/e2e (npm, into the git-ignored .agents/);
 # - a throwaway PostgreSQL cluster for tests/sync (a Unix socket, no TCP port), stopped on exit;
-# - the real MARM peer for the import test (pip, into a temporary venv, in the background from
-#   the start, since it takes longer than any test: tests/peer.py; the test waits for it);
+# - the real MARM peer for the import test (pip, into a venv in the git-ignored .peer/, kept for
+#   the next run; when missing, in the background from the start, since it takes longer than
+#   any test: tests/peer.py; the test waits for it);
 # then mypy over marm/ and pytest, in parallel (pytest-xdist, one worker per core).
 # A part that cannot be had makes its tests skip and say why.
 set -euo pipefail
@@ -15,20 +16,24 @@ cd "$(dirname "$0")/.."
 peer_pid=""
 pg_started=""
 cleanup() {
+  # an install still running is stopped; without its rc file the next run starts it afresh
   if [ -n "$peer_pid" ]; then kill -- "-$peer_pid" 2>/dev/null || true; wait "$peer_pid" 2>/dev/null || true; fi
-  [ -n "${MARM_TEST_PEER_DIR:-}" ] && rm -rf "$MARM_TEST_PEER_DIR"
   [ -n "$pg_started" ] && .ci/postgres-stop
   return 0
 }
 trap cleanup EXIT
 # The real MARM (marm-mcp-server from PyPI, ~90 packages, about two minutes) for the import
-# test against a store it wrote; MARM_TEST_PEER=0 skips it.
+# test against a store it wrote; MARM_TEST_PEER=0 skips it. Installed once into .peer/ (a
+# failed or unfinished install, or another version, is installed again).
 export MARM_TEST_PEER="${MARM_TEST_PEER:-1}"
 if [ "$MARM_TEST_PEER" = 1 ] && [ -z "${MARM_TEST_PEER_BIN:-}" ]; then
-  MARM_TEST_PEER_DIR="$(mktemp -d "${TMPDIR:-/tmp}/marm-peer.XXXXXX")"
+  MARM_TEST_PEER_DIR="$PWD/.peer"
   export MARM_TEST_PEER_DIR
-  setsid python3 tests/peer.py "$MARM_TEST_PEER_DIR" &   # its own process group: the trap ends pip too
-  peer_pid=$!
+  if ! python3 tests/peer.py --ready "$MARM_TEST_PEER_DIR"; then
+    rm -rf "$MARM_TEST_PEER_DIR"
+    setsid python3 tests/peer.py "$MARM_TEST_PEER_DIR" &   # its own process group: the trap ends pip too
+    peer_pid=$!
+  fi
 fi
 missing=""
 for tool in chromium zsh fish; do command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"; done

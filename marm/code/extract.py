@@ -3,18 +3,22 @@ variables and ``__all__``, from one tree-sitter query per language.
 
 The query yields flat matches; scoping (which definition encloses which call, and
 hence each qualified name) is one sweep over byte offsets, so no Python code walks the
-tree node by node. Facts are plain tuples: they cross process boundaries cheaply when
-a large index is split over worker processes.
+tree node by node. Facts are rows of the code graph's parse types (NamedTuples,
+``marm.store.code_graph``); across process boundaries (a large index split over worker
+processes) they travel as plain tuples, which pickle several times faster.
 """
 
 from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
+from typing import Any
 
 from marm.code.aliases import Alias, rewrite
 from marm.code.languages import LANGS, load
+from marm.store.code_graph import ParsedImport, ParsedRef, ParsedSymbol, ParsedType, make_rows
 
 #: Kinds of definitions that make the functions inside them methods.
 CLASS_KINDS = frozenset({"class", "interface", "struct", "impl", "trait", "type", "enum"})
@@ -25,8 +29,11 @@ _IMPORT_REF = {"module": "import", "from": "import-from", "star": "import-star"}
 _TS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts", ".d")
 
 
-#: An import: (local name, module, imported name, kind, line).
-Import = tuple[str | None, str, str | None, str, int]
+#: Rows as each parse step makes them (``tuple.__new__``: no Python call per row).
+_symbol: Any = partial(tuple.__new__, ParsedSymbol)
+_import: Any = partial(tuple.__new__, ParsedImport)
+_ref: Any = partial(tuple.__new__, ParsedRef)
+_type: Any = partial(tuple.__new__, ParsedType)
 
 
 @dataclass(slots=True)
@@ -36,17 +43,24 @@ class Facts:
     module: str
     lines: int
     partial: bool = False
-    #: (name, qname, kind, line, end_line, signature, parent index or -1)
-    symbols: list[tuple[str, str, str, int, int, str, int]] = field(default_factory=list)
-    #: (local name or None, module, imported name or None, kind: module|from|star, line)
-    imports: list[Import] = field(default_factory=list)
-    #: (kind, scope symbol index, name, key, receiver or None, line). Kinds: call, base,
-    #: import (module), import-from, import-star; an import's receiver is its module.
-    #: ``key`` is the name looked up elsewhere (an alias's original name).
-    refs: list[tuple[str, int, str, str, str | None, int]] = field(default_factory=list)
-    #: (scope symbol index, variable, type name): typed receivers
-    types: list[tuple[int, str, str]] = field(default_factory=list)
+    symbols: list[ParsedSymbol] = field(default_factory=list)
+    imports: list[ParsedImport] = field(default_factory=list)
+    refs: list[ParsedRef] = field(default_factory=list)
+    types: list[ParsedType] = field(default_factory=list)  # typed receivers
     exports: list[str] | None = None  # Python ``__all__``
+
+    def __reduce__(self) -> tuple[Any, tuple]:
+        """Pickled as plain tuples (a NamedTuple pickles ~5x slower, and a worker process
+        sends every parsed file), made rows again on the other side."""
+        return _unpickle, (self.module, self.lines, self.partial, [tuple(r) for r in self.symbols],
+                           [tuple(r) for r in self.imports], [tuple(r) for r in self.refs],
+                           [tuple(r) for r in self.types], self.exports)
+
+
+def _unpickle(module: str, lines: int, partial: bool, symbols: list[tuple], imports: list[tuple],
+              refs: list[tuple], types: list[tuple], exports: list[str] | None) -> Facts:
+    return Facts(module, lines, partial, make_rows(ParsedSymbol, symbols), make_rows(ParsedImport, imports),
+                 make_rows(ParsedRef, refs), make_rows(ParsedType, types), exports)
 
 
 def module_key(path: str, lang: str) -> str:
@@ -79,7 +93,7 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
         partial=root.has_error,
     )
     facts.symbols.append(
-        (
+        ParsedSymbol(
             posixpath.basename(key) if "/" in key else key.rsplit(".", 1)[-1] or key,
             key,
             "module",
@@ -179,13 +193,13 @@ def extract(path: str, data: bytes, lang: str, aliases: tuple[Alias, ...] = ()) 
         }
         if renamed:
             facts.refs = [
-                (k, s, n, renamed.get(n, n) if r is None else n, r, line)
+                _ref((k, s, n, renamed.get(n, n) if r is None else n, r, line))
                 for k, s, n, _, r, line in facts.refs
             ]
         sep = LANGS[lang].module_sep
         for local, module, name, kind, line in facts.imports:
             facts.refs.append(
-                (
+                ParsedRef(
                     _IMPORT_REF[kind],
                     0,
                     local or "*",
@@ -281,47 +295,47 @@ def _scope(
             what = len(item)
             if what == 5:
                 _, kind, name, receiver, line = item
-                out_refs.append((kind, scope, name, name, receiver, line))
+                out_refs.append(_ref((kind, scope, name, name, receiver, line)))
             elif what == 3:
-                out_types.append((scope, item[1], item[2]))
+                out_types.append(_type((scope, item[1], item[2])))
             else:
-                owner = next((i for _, i in reversed(stack) if symbols[i][2] in CLASS_KINDS), None)
+                owner = next((i for _, i in reversed(stack) if symbols[i].kind in CLASS_KINDS), None)
                 if owner is not None:
-                    out_types.append((owner, item[1], item[2]))
+                    out_types.append(_type((owner, item[1], item[2])))
         if d is None:
             break
         start, end, kind, name, line, end_line, sig, recv, bases = d
         while stack and stack[-1][0] <= start:
             stack.pop()
         parent = stack[-1][1] if stack else 0
-        parent_kind = symbols[parent][2]
+        parent_kind = symbols[parent].kind
         if kind == "function" and parent_kind in CLASS_KINDS:
             kind = "method"
         if recv:
             qname = f"{key}.{recv}.{name}"
         else:
-            qname = f"{symbols[parent][1]}.{name}"
+            qname = f"{symbols[parent].qname}.{name}"
         index = len(symbols)
-        symbols.append((name, qname, kind, line, end_line, sig, parent))
+        symbols.append(_symbol((name, qname, kind, line, end_line, sig, parent)))
         for base in bases:
             receiver, _, base_name = base.rpartition(".")
-            base_refs.append(("base", index, base_name, base_name, receiver or None, line))
+            base_refs.append(_ref(("base", index, base_name, base_name, receiver or None, line)))
         stack.append((end, index))
     out_refs.extend(base_refs)
 
 
-def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
+def _py_imports(data: bytes, node, path: str, key: str) -> list[ParsedImport]:
     line = node.start_point[0] + 1
-    out: list[Import] = []
+    out: list[ParsedImport] = []
     if node.type == "import_statement":
         for child in node.named_children:
             if child.type == "dotted_name":
                 module = _text(data, child)
-                out.append((module, module, None, "module", line))
+                out.append(ParsedImport(module, module, None, "module", line))
             elif child.type == "aliased_import":
                 module = _text(data, child.child_by_field_name("name"))
                 out.append(
-                    (_text(data, child.child_by_field_name("alias")), module, None, "module", line)
+                    ParsedImport(_text(data, child.child_by_field_name("alias")), module, None, "module", line)
                 )
         return out
     module_node = node.child_by_field_name("module_name")
@@ -337,16 +351,16 @@ def _py_imports(data: bytes, node, path: str, key: str) -> list[tuple]:
         package = package[: len(package) - (level - 1)] if level > 1 else package
         module = ".".join([*package, rest] if rest else package)
     if any(c.type == "wildcard_import" for c in node.named_children):
-        return [(None, module, None, "star", line)]
+        return [ParsedImport(None, module, None, "star", line)]
     for child in node.children_by_field_name("name"):
         if child.type == "aliased_import":
             name = _text(data, child.child_by_field_name("name"))
             out.append(
-                (_text(data, child.child_by_field_name("alias")), module, name, "from", line)
+                ParsedImport(_text(data, child.child_by_field_name("alias")), module, name, "from", line)
             )
         else:
             name = _text(data, child)
-            out.append((name, module, name, "from", line))
+            out.append(ParsedImport(name, module, name, "from", line))
     return out
 
 
@@ -367,7 +381,7 @@ def _js_module(path: str, source: str, aliases: tuple[Alias, ...]) -> str:
     return target[: -len("/index")] if target.endswith("/index") else target
 
 
-def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]) -> list[tuple]:
+def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]) -> list[ParsedImport]:
     """``const x = require("./m")`` binds a module; ``const {a, b: c} = require(...)`` names."""
     module = _js_module(path, _text(data, source).strip("'\"`"), aliases)
     line = node.start_point[0] + 1
@@ -375,27 +389,27 @@ def _js_require(data: bytes, node, source, path: str, aliases: tuple[Alias, ...]
     if target is None:
         return []
     if target.type == "identifier":
-        return [(_text(data, target), module, None, "module", line)]
-    out: list[Import] = []
+        return [ParsedImport(_text(data, target), module, None, "module", line)]
+    out: list[ParsedImport] = []
     if target.type == "object_pattern":
         for child in target.named_children:
             if child.type == "shorthand_property_identifier_pattern":
                 name = _text(data, child)
-                out.append((name, module, name, "from", line))
+                out.append(ParsedImport(name, module, name, "from", line))
             elif child.type == "pair_pattern":
                 key, value = child.child_by_field_name("key"), child.child_by_field_name("value")
                 if key is not None and value is not None and value.type == "identifier":
-                    out.append((_text(data, value), module, _text(data, key), "from", line))
+                    out.append(ParsedImport(_text(data, value), module, _text(data, key), "from", line))
     return out
 
 
-def _js_imports(data: bytes, node, path: str, aliases: tuple[Alias, ...]) -> list[tuple]:
+def _js_imports(data: bytes, node, path: str, aliases: tuple[Alias, ...]) -> list[ParsedImport]:
     source = node.child_by_field_name("source")
     if source is None:
         return []
     module = _js_module(path, _text(data, source).strip("'\"`"), aliases)
     line = node.start_point[0] + 1
-    out: list[Import] = []
+    out: list[ParsedImport] = []
     clause = next(
         (
             c
@@ -405,22 +419,22 @@ def _js_imports(data: bytes, node, path: str, aliases: tuple[Alias, ...]) -> lis
         None,
     )
     if clause is None:
-        return [(None, module, None, "star" if node.type == "export_statement" else "module", line)]
+        return [ParsedImport(None, module, None, "star" if node.type == "export_statement" else "module", line)]
     if clause.type == "namespace_export":
         ident = next((c for c in clause.named_children), None)
-        return [(_text(data, ident) if ident else None, module, None, "module", line)]
+        return [ParsedImport(_text(data, ident) if ident else None, module, None, "module", line)]
     for child in clause.named_children if clause.type == "import_clause" else [clause]:
         if child.type == "identifier":
-            out.append((_text(data, child), module, "default", "from", line))
+            out.append(ParsedImport(_text(data, child), module, "default", "from", line))
         elif child.type == "namespace_import":
             ident = next((c for c in child.named_children), None)
             if ident is not None:
-                out.append((_text(data, ident), module, None, "module", line))
+                out.append(ParsedImport(_text(data, ident), module, None, "module", line))
         elif child.type in ("named_imports", "export_clause"):
             for spec in child.named_children:
                 if spec.type not in ("import_specifier", "export_specifier"):
                     continue
                 name = _text(data, spec.child_by_field_name("name"))
                 alias = spec.child_by_field_name("alias")
-                out.append((_text(data, alias) if alias else name, module, name, "from", line))
+                out.append(ParsedImport(_text(data, alias) if alias else name, module, name, "from", line))
     return out

@@ -252,7 +252,7 @@ def _update(
     if bulk:
         graph.drop_indexes()
     writer = graph.writer(tree_id, keep=full)
-    written: list[tuple] = []
+    written: list[code_graph.RefRow] = []
     with _bar(progress, len(todo), "parsing") as bar:
         items = [(t[0], os.path.join(root, t[0]), t[1], aliases) for t in todo]
         for path, facts in _parse_all(items, workers, bar):
@@ -278,13 +278,13 @@ def _update(
         )
         changed_files = set(new_ids)
         if old.bases != new.bases or any(
-            r[3] == "base" and r[1] not in changed_files for r in refs
+            r.kind == "base" and r.file_id not in changed_files for r in refs
         ):
             graph.delete_tree_edges(tree_id)
             refs = graph.all_refs(tree_id)
             full = True
         else:
-            removed += graph.delete_edges_of_refs([(r[1], r[0]) for r in refs])
+            removed += graph.delete_edges_of_refs([(r.file_id, r.id) for r in refs])
     if writer.kept is not None:
         resolver = Resolver(graph, tree_id, written=writer.kept)
     else:
@@ -295,8 +295,7 @@ def _update(
     report.edges = len(rows)
     if full:
         graph.ranked(tree_id, len(rows))  # the count _rank compares against
-        # rows: (ref, src, dst, kind, rule, confidence, file, line)
-        ranks = pagerank([r[1] for r in rows], [r[2] for r in rows], [r[5] for r in rows])
+        ranks = pagerank([r.src_id for r in rows], [r.dst_id for r in rows], [r.confidence for r in rows])
         if writer.kept is not None:  # a fresh build: the symbols go in once, ranked
             writer.write_symbols(ranks)
         else:

@@ -18,13 +18,19 @@ type (annotation or constructor) that type's members (typed-receiver).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
+from functools import partial
+from typing import Any
 
 import orjson
 
 from marm.code.extract import CLASS_KINDS
 from marm.code.languages import LANGS
 from marm.store import code_graph
-from marm.store.code_graph import CodeGraph
+from marm.store.code_graph import CodeGraph, NewEdge, RefRow
+
+#: An edge row made without NewEdge's Python-level ``__new__`` (a build makes ~one per ref).
+_edge: Any = partial(tuple.__new__, NewEdge)
 
 CONFIDENCE = {
     "local": 1.0,
@@ -190,12 +196,14 @@ class Resolver:
 
     def _preload(self) -> None:
         w = self.written
+        symbols: Iterable[tuple[int, int, int | None, str, str]]
+        imports: Iterable[tuple[int, str | None, str, str | None, str]]
         if w is not None:
-            symbols = [(r[0], r[2], r[3], r[4], r[6]) for r in w.symbols]
+            symbols = [(r.id, r.file_id, r.parent_id, r.name, r.kind) for r in w.symbols]
             # statement order within a file, as imports_for_resolver sorts them
             imports = [
-                (r[1], r[2], r[3], r[4], r[5])
-                for r in sorted(w.imports, key=lambda r: (r[1], r[6]))
+                (r.file_id, r.local, r.module, r.name, r.kind)
+                for r in sorted(w.imports, key=lambda r: (r.file_id, r.line))
             ]
         else:
             symbols = self.graph.symbols_for_resolver(self.tree_id)
@@ -218,11 +226,11 @@ class Resolver:
                     tops.setdefault(fid, []).append(sid)
         self.tops = tops
         self.nested = nested
-        for fid, local, module, name, kind in imports:
+        for fid, local, module, imported, kind in imports:
             if kind == "star":
                 self.stars.setdefault(fid, []).append(module)
             elif local:
-                self.bindings.setdefault(fid, {})[local] = (module, name, kind)
+                self.bindings.setdefault(fid, {})[local] = (module, imported, kind)
         if w is None:
             for cid, name, receiver in self.graph.bases_for_resolver(self.tree_id):
                 self.base_refs.setdefault(cid, []).append((name, receiver))
@@ -542,19 +550,18 @@ class Resolver:
             return []
         return [(s, "name-only", round(0.5 / len(cands), 3)) for s in cands]
 
-    def edges(self, refs: list[tuple]) -> list[tuple]:
-        """Edge rows (ref_id, src, dst, kind, rule, confidence, file_id, line) for ``refs``
-        (with ``written``: every ref of the build, in id order)."""
+    def edges(self, refs: list[RefRow]) -> list[NewEdge]:
+        """The edges of ``refs`` (with ``written``: every ref of the build, in id order)."""
         if self.written is not None:
             types = self.written.types
             for cid, name, receiver in self.written.bases:
                 self.base_refs.setdefault(cid, []).append((name, receiver))
         else:
-            types = self.graph.types_for_files({r[1] for r in refs})
+            types = self.graph.types_for_files({r.file_id for r in refs})
         for fid, scope, var, typ in types:
             self.types[scope, var] = typ
             self.typed.setdefault(fid, set()).add(var)
-        out: list[tuple] = []
+        out: list[NewEdge] = []
         # The same call in the same scope (``self.assertEqual`` all over one test) resolves
         # the same way: every lookup is a pure or memoised function of these four fields.
         calls: dict[tuple, list[tuple[int, str, float]]] = {}
@@ -566,17 +573,15 @@ class Resolver:
                 if targets is None:
                     targets = calls[memo] = targets_of(fid, src, name, key, receiver)
                 for dst, rule, conf in targets:
-                    append((ref_id, src, dst, "call", rule, conf, fid, line))
+                    append(_edge((ref_id, src, dst, "call", rule, conf, fid, line)))
             elif kind == "base":
                 hit = self.resolve_ref_target(fid, self.sym[src][1] or src, name, receiver)
                 if hit is not None and self.sym[hit[0]][3] in CLASS_KINDS:
-                    out.append(
-                        (ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)
-                    )
+                    append(_edge((ref_id, src, hit[0], "inherit", hit[1], CONFIDENCE[hit[1]], fid, line)))
             else:
                 imported = self._import_target(fid, kind, name, key, receiver)
                 if imported is not None and imported != src:
-                    out.append((ref_id, src, imported, "import", "import", 1.0, fid, line))
+                    append(_edge((ref_id, src, imported, "import", "import", 1.0, fid, line)))
         return out
 
     def _call_targets(

@@ -20,9 +20,10 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, Protocol, TypeVar, cast
 
 import orjson
 
@@ -95,6 +96,192 @@ PART = derived.SchemaPart(
 
 def exists(home: Path) -> bool:
     return derived_path(home).exists()
+
+
+# -- rows of a bulk build -----------------------------------------------------------
+#
+# What a parse yields and what a build writes and resolves cross module boundaries
+# (marm.code.extract -> Writer -> marm.code.resolve -> add_edges) by the hundred
+# thousand. They are NamedTuples: named fields for readers, still plain tuples for
+# ``executemany``, ``insert_rows`` and unpacking. Hot paths make them with ``_make_rows``
+# (``tuple.__new__`` in C: a NamedTuple's own ``__new__`` is a Python call per row).
+
+_Row = TypeVar("_Row", bound=tuple)
+
+
+def _maker(cls: type[_Row]) -> Any:
+    """``cls((a, b, ...))`` without ``cls``'s Python-level ``__new__``: for a tuple of
+    exactly ``cls``'s fields."""
+    return partial(tuple.__new__, cls)
+
+
+def make_rows(cls: type[_Row], rows: Iterable[tuple]) -> list[_Row]:
+    """``rows`` (tuples of ``cls``'s fields, in order) as ``cls`` rows."""
+    return cast("list[_Row]", list(map(_maker(cls), rows)))
+
+
+class ParsedSymbol(NamedTuple):
+    """A definition a parse found; ``parent``: the index of the enclosing one in the
+    file's symbols (-1 for the module itself, which is always index 0)."""
+
+    name: str
+    qname: str
+    kind: str
+    line: int
+    end_line: int
+    signature: str
+    parent: int
+
+
+class ParsedImport(NamedTuple):
+    """An import binding: ``local`` names ``module``'s ``name`` (kind module|from|star)."""
+
+    local: str | None
+    module: str
+    name: str | None
+    kind: str
+    line: int
+
+
+class ParsedRef(NamedTuple):
+    """A reference: kind call, base, import (module), import-from or import-star;
+    ``scope``: the index of the enclosing symbol; ``key``: the name looked up elsewhere
+    (an alias's original name); an import's ``receiver`` is its module. A file's refs
+    are stored as one JSON list of these (``code_file_refs``)."""
+
+    kind: str
+    scope: int
+    name: str
+    key: str
+    receiver: str | None
+    line: int
+
+
+class ParsedType(NamedTuple):
+    """A typed receiver: ``var`` has type ``type`` in the symbol at index ``scope``."""
+
+    scope: int
+    var: str
+    type: str
+
+
+class ParsedFile(Protocol):
+    """What ``Writer.add`` reads of one parse (``marm.code.extract.Facts``)."""
+
+    module: str
+    lines: int
+    partial: bool
+    symbols: list[ParsedSymbol]
+    imports: list[ParsedImport]
+    refs: list[ParsedRef]
+    types: list[ParsedType]
+    exports: list[str] | None
+
+
+class NewSymbol(NamedTuple):
+    """A ``code_symbols`` row as a build writes it (without its rank)."""
+
+    id: int
+    tree_id: int
+    file_id: int
+    parent_id: int | None
+    name: str
+    qname: str
+    kind: str
+    line: int
+    end_line: int
+    signature: str
+
+
+class NewImport(NamedTuple):
+    """A ``code_imports`` row."""
+
+    tree_id: int
+    file_id: int
+    local: str | None
+    module: str
+    name: str | None
+    kind: str
+    line: int
+
+
+class TypeRow(NamedTuple):
+    """A ``code_types`` row: ``var`` has type ``type`` in symbol ``scope_id``."""
+
+    file_id: int
+    scope_id: int
+    var: str
+    type: str
+
+
+class RefRow(NamedTuple):
+    """A ref with its ids, as the resolver takes it: ``id`` (``first_id`` + position),
+    its file, the symbol it sits in (``src_id``), then a ``ParsedRef``'s fields."""
+
+    id: int
+    file_id: int
+    src_id: int
+    kind: str
+    name: str
+    key: str
+    receiver: str | None
+    line: int
+
+
+class BaseRef(NamedTuple):
+    """A base class a class names (``receiver``: what the name is looked up on)."""
+
+    class_id: int
+    name: str
+    receiver: str | None
+
+
+class ResolverSymbol(NamedTuple):
+    """What the resolver preloads of a symbol."""
+
+    id: int
+    file_id: int
+    parent_id: int | None
+    name: str
+    kind: str
+
+
+class ResolverImport(NamedTuple):
+    """What the resolver preloads of an import binding."""
+
+    file_id: int
+    local: str | None
+    module: str
+    name: str | None
+    kind: str
+
+
+class NewEdge(NamedTuple):
+    """A ``code_edges`` row as the resolver makes it (the tree id comes with the write)."""
+
+    ref_id: int
+    src_id: int
+    dst_id: int
+    kind: str
+    rule: str
+    confidence: float
+    file_id: int
+    line: int
+
+
+class EdgeWeight(NamedTuple):
+    """An edge as the ranking reads it."""
+
+    src_id: int
+    dst_id: int
+    confidence: float
+
+
+_new_symbol = _maker(NewSymbol)
+_new_import = _maker(NewImport)
+_type_row = _maker(TypeRow)
+_ref_row = _maker(RefRow)
+_base_ref = _maker(BaseRef)
 
 
 # -- trees and files ---------------------------------------------------------------
@@ -179,10 +366,10 @@ class Written:
     ``*_for_resolver`` reads below, in the same order)."""
 
     files: list[ResolverFile]
-    symbols: list[tuple]  # code_symbols rows without rank, id order
-    imports: list[tuple]  # code_imports rows, file then statement order
-    types: list[tuple]  # (file_id, scope_id, var, type), insertion order
-    bases: list[tuple]  # (class id, base name, receiver), ref order
+    symbols: list[NewSymbol]  # id order
+    imports: list[NewImport]  # file then statement order
+    types: list[TypeRow]  # insertion order
+    bases: list[BaseRef]  # ref order
 
 
 class Writer:
@@ -201,16 +388,16 @@ class Writer:
         self.next_ref = conn.execute(
             "SELECT coalesce(max(first_id + n), 1) FROM code_file_refs"
         ).fetchone()[0]
-        self.symbols: list[tuple] = []
-        self.refs: list[tuple] = []  # (id, file_id, src_id, kind, name, key, receiver, line)
-        self.file_refs: list[tuple] = []  # code_file_refs rows
-        self.keys: list[tuple] = []  # code_ref_keys rows
-        self.imports: list[tuple] = []
-        self.types: list[tuple] = []
+        self.symbols: list[NewSymbol] = []
+        self.refs: list[RefRow] = []
+        self.file_refs: list[tuple[int, int, int, int, bytes, bytes | None]] = []  # code_file_refs rows
+        self.keys: list[tuple[int, str, int]] = []  # code_ref_keys rows
+        self.imports: list[NewImport] = []
+        self.types: list[TypeRow] = []
         # with keep, ``symbols`` only grows: the kept list is the same list
         self.kept = Written([], self.symbols, [], [], []) if keep else None
 
-    def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts) -> int:
+    def add(self, path: str, lang: str, size: int, mtime_ns: int, digest: str, facts: ParsedFile) -> int:
         """Queue one parsed file (``facts`` from ``marm.code.extract``); returns its id."""
         status = "partial" if facts.partial else "ok"
         cur = self.conn.execute(
@@ -237,7 +424,7 @@ class Writer:
         tid = self.tree_id
         base = self.next_symbol
         self.next_symbol += len(facts.symbols)
-        self.symbols.extend(
+        self.symbols.extend(map(_new_symbol, (
             (
                 base + i,
                 tid,
@@ -251,32 +438,32 @@ class Writer:
                 sig,
             )
             for i, (name, qname, kind, line, end, sig, parent) in enumerate(facts.symbols)
-        )
-        self.imports.extend((tid, fid, *i) for i in facts.imports)
+        )))
+        self.imports.extend(map(_new_import, ((tid, fid, *i) for i in facts.imports)))
         rid = self.next_ref
         self.next_ref += len(facts.refs)
-        self.refs.extend(
+        self.refs.extend(map(_ref_row, (
             (rid + i, fid, base + scope, kind, name, key, recv, line)
             for i, (kind, scope, name, key, recv, line) in enumerate(facts.refs)
-        )
-        bases = [r for r in facts.refs if r[0] == "base"]  # also apart: lazy lookups read them
+        )))
+        bases = [r for r in facts.refs if r.kind == "base"]  # also apart: lazy lookups read them
         if bases and self.kept is not None:
-            self.kept.bases.extend((base + r[1], r[2], r[4]) for r in bases)
+            self.kept.bases.extend(map(_base_ref, ((base + r.scope, r.name, r.receiver) for r in bases)))
         self.file_refs.append(
             (
                 fid,
                 rid,
                 len(facts.refs),
                 base,
-                orjson.dumps(facts.refs),
-                orjson.dumps(bases) if bases else None,
+                orjson.dumps(facts.refs, default=tuple),  # stored as plain JSON lists
+                orjson.dumps(bases, default=tuple) if bases else None,
             )
         )
-        self.keys.extend((tid, key, fid) for key in {r[3] for r in facts.refs})
-        self.types.extend((fid, base + scope, var, typ) for scope, var, typ in facts.types)
+        self.keys.extend((tid, key, fid) for key in {r.key for r in facts.refs})
+        self.types.extend(map(_type_row, ((fid, base + scope, var, typ) for scope, var, typ in facts.types)))
         return fid
 
-    def flush(self) -> list[tuple]:
+    def flush(self) -> list[RefRow]:
         """Write everything queued (symbols only without ``keep``); returns the refs
         written."""
         c = self.conn
@@ -318,16 +505,15 @@ class Writer:
             self.conn,
             "INSERT INTO code_symbols (id, tree_id, file_id, parent_id, name, qname, kind, line,"
             " end_line, signature, rank) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            [(*row, get(row[0], 0.0)) for row in self.symbols],
+            [(*row, get(row.id, 0.0)) for row in self.symbols],
         )
 
 
-def _unpack(rows: Iterable[tuple]) -> Iterator[tuple]:
-    """Refs (id, file_id, src_id, kind, name, key, receiver, line) from code_file_refs
-    rows (file_id, first_id, symbol_base, refs)."""
+def _unpack(rows: Iterable[tuple]) -> Iterator[RefRow]:
+    """Refs from code_file_refs rows (file_id, first_id, symbol_base, refs)."""
     for fid, first, base, blob in rows:
         for i, (kind, scope, name, key, receiver, line) in enumerate(orjson.loads(blob)):
-            yield (first + i, fid, base + scope, kind, name, key, receiver, line)
+            yield _ref_row((first + i, fid, base + scope, kind, name, key, receiver, line))
 
 
 def _file_refs(conn: sqlite3.Connection, where: str, args: tuple = ()) -> list[tuple]:
@@ -342,10 +528,10 @@ def _tree_files(tree_id: int) -> tuple[str, tuple]:
     return "r.file_id IN (SELECT id FROM code_files WHERE tree_id = ?)", (tree_id,)
 
 
-def _bases(rows: Iterable[tuple]) -> list[tuple]:
-    """(class id, base name, receiver) from (symbol_base, bases JSON) rows."""
+def _bases(rows: Iterable[tuple]) -> list[BaseRef]:
+    """Base-class refs from (symbol_base, bases JSON) rows."""
     return [
-        (base + scope, name, receiver)
+        _base_ref((base + scope, name, receiver))
         for base, blob in rows
         for _, scope, name, _, receiver, _ in orjson.loads(blob)
     ]
@@ -439,15 +625,6 @@ class ImportRow:
 
 
 @dataclass(frozen=True, slots=True)
-class BaseRef:
-    """A base class a class names (``receiver``: what the name is looked up on)."""
-
-    class_id: int
-    name: str
-    receiver: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class Reexporter:
     """A file that imports names from a module, through which they can travel on."""
 
@@ -479,9 +656,9 @@ class CodeGraph:
     """The code part of the derived database: one open connection, every read and write.
 
     ``CodeGraph.open(home)`` opens (and, for a new part version, rebuilds) it; writes go
-    inside ``transaction()``; rows leave as the records above or as the resolver's
-    tuples (``*_for_resolver``, in ``Written``'s shapes: the resolver reads hundreds of
-    thousands of them, and tuples are what keeps a full build fast).
+    inside ``transaction()``; rows leave as the records above, or for the resolver and
+    the ranking as the bulk rows (NamedTuples, made in C: it reads hundreds of
+    thousands of them).
     """
 
     def __init__(self, conn: sqlite3.Connection) -> None:
@@ -651,23 +828,23 @@ class CodeGraph:
             (tree_id,),
         )]
 
-    def symbols_for_resolver(self, tree_id: int) -> list[tuple]:
-        """(id, file_id, parent_id, name, kind) of every symbol."""
-        return self.conn.execute(
+    def symbols_for_resolver(self, tree_id: int) -> list[ResolverSymbol]:
+        """Every symbol, in id order."""
+        return make_rows(ResolverSymbol, self.conn.execute(
             "SELECT id, file_id, parent_id, name, kind FROM code_symbols WHERE tree_id = ? ORDER BY id",
             (tree_id,),
-        ).fetchall()
+        ))
 
-    def imports_for_resolver(self, tree_id: int) -> list[tuple]:
-        """(file_id, local, module, name, kind) in statement order."""
-        return self.conn.execute(
+    def imports_for_resolver(self, tree_id: int) -> list[ResolverImport]:
+        """Every import binding, in statement order."""
+        return make_rows(ResolverImport, self.conn.execute(
             "SELECT file_id, local, module, name, kind FROM code_imports WHERE tree_id = ?"
             " ORDER BY file_id, line, rowid",
             (tree_id,),
-        ).fetchall()
+        ))
 
-    def bases_for_resolver(self, tree_id: int) -> list[tuple]:
-        """(class id, base name, receiver) of every base-class reference, in ref order."""
+    def bases_for_resolver(self, tree_id: int) -> list[BaseRef]:
+        """Every base-class reference, in ref order."""
         return _bases(
             self.conn.execute(
                 "SELECT symbol_base, bases FROM code_file_refs WHERE bases IS NOT NULL AND file_id IN"
@@ -715,22 +892,22 @@ class CodeGraph:
 
     def bases_in_file(self, file_id: int) -> list[BaseRef]:
         """One file's base-class references."""
-        return [BaseRef(*r) for r in _bases(
+        return _bases(
             self.conn.execute(
                 "SELECT symbol_base, bases FROM code_file_refs WHERE file_id = ? AND bases IS NOT NULL",
                 (file_id,),
             )
-        )]
+        )
 
-    def types_for_files(self, file_ids: Iterable[int]) -> list[tuple]:
-        """(file_id, scope_id, var, type) for typed receivers."""
+    def types_for_files(self, file_ids: Iterable[int]) -> list[TypeRow]:
+        """The typed receivers of some files."""
         ids = _ids(self.conn, file_ids)
-        return self.conn.execute(
+        return make_rows(TypeRow, self.conn.execute(
             f"SELECT file_id, scope_id, var, type FROM code_types WHERE file_id IN ({ids})"
-        ).fetchall()
+        ))
 
-    def all_refs(self, tree_id: int) -> list[tuple]:
-        """Every ref of the tree: (id, file_id, src_id, kind, name, key, receiver, line)."""
+    def all_refs(self, tree_id: int) -> list[RefRow]:
+        """Every ref of the tree."""
         return list(_unpack(_file_refs(self.conn, *_tree_files(tree_id))))
 
     def affected_refs(
@@ -738,7 +915,7 @@ class CodeGraph:
         file_ids: Iterable[int],
         names: Iterable[str],
         ref_files: dict[int, int],
-    ) -> list[tuple]:
+    ) -> list[RefRow]:
         """Refs in ``file_ids``, refs whose key is in ``names``, and the refs ``ref_files``
         names (ref id -> its file), in id order."""
         names = set(names)
@@ -755,7 +932,7 @@ class CodeGraph:
             )
         }
         ids = _ids(self.conn, whole | keyed | set(ref_files.values()))
-        out = []
+        out: list[RefRow] = []
         for fid, first, base, blob in _file_refs(self.conn, f"r.file_id IN ({ids})"):
             refs = orjson.loads(blob)
             picked: Iterable[tuple[int, Any]]
@@ -766,7 +943,7 @@ class CodeGraph:
                     (rid, r) for rid, r in enumerate(refs, first) if r[3] in names or rid in ref_files
                 )
             for rid, (kind, scope, name, key, receiver, line) in picked:
-                out.append((rid, fid, base + scope, kind, name, key, receiver, line))
+                out.append(_ref_row((rid, fid, base + scope, kind, name, key, receiver, line)))
         return out
 
     def importers(self, tree_id: int, modules: Iterable[str]) -> set[int]:
@@ -809,9 +986,9 @@ class CodeGraph:
             interface.add((row[0], "import", *row[1:]))
         qnames = dict(self.conn.execute(f"SELECT id, qname FROM code_symbols WHERE file_id IN ({ids})"))
         bases = {
-            (qnames.get(r[2]), r[4], r[6])
+            (qnames.get(r.src_id), r.name, r.receiver)
             for r in _unpack(_file_refs(self.conn, f"r.file_id IN ({ids})"))
-            if r[3] == "base"
+            if r.kind == "base"
         }
         classes = {
             r[0]
@@ -863,8 +1040,7 @@ class CodeGraph:
     def delete_tree_edges(self, tree_id: int) -> None:
         self.conn.execute("DELETE FROM code_edges WHERE tree_id = ?", (tree_id,))
 
-    def add_edges(self, tree_id: int, rows: Sequence[tuple]) -> None:
-        """rows: (ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)."""
+    def add_edges(self, tree_id: int, rows: Sequence[NewEdge]) -> None:
         insert_rows(
             self.conn,
             "INSERT INTO code_edges (tree_id, ref_id, src_id, dst_id, kind, rule, confidence, file_id, line)"
@@ -872,10 +1048,10 @@ class CodeGraph:
             rows,
         )
 
-    def edge_weights(self, tree_id: int) -> list[tuple[int, int, float]]:
-        return self.conn.execute(
+    def edge_weights(self, tree_id: int) -> list[EdgeWeight]:
+        return make_rows(EdgeWeight, self.conn.execute(
             "SELECT src_id, dst_id, confidence FROM code_edges WHERE tree_id = ?", (tree_id,)
-        ).fetchall()
+        ))
 
     def set_ranks(self, tree_id: int, ranks: Iterable[tuple[int, float]]) -> None:
         """Replace the tree's ranks with ``(symbol id, rank)`` pairs (others get 0)."""

@@ -1,7 +1,8 @@
 """Finding 5 of issue 15: ``marm forget`` purges everything derived in the same
 command. After a drain (real model, concept graph, matrix files) the forgotten text,
 an entity only it named and each of its vectors' bytes are in no file under MARM_HOME,
-while the other memory, its entity and its vector are still there."""
+while the other memory, its entity and its vector are still there. The CLI runs in this
+process (``invoke_marm``): the model loads once per test worker, not once per command."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from marm.store import vecfile
-from tests.helpers import run_marm
+from tests.helpers import invoke_marm
 
 GONE = "Zorblax Quimbyfeld signed the Frobnicator contract in Vladivostok"
 KEPT = "DECISION: the Frobnicator rollout waits for the Tuesday review"
@@ -39,18 +40,18 @@ def _vectors(db: Path, memory_id: int) -> list[bytes]:
 
 @pytest.mark.slow
 def test_forget_leaves_no_text_entity_or_vector_anywhere(marm_home):
-    gone = run_marm("log", GONE).json()["id"]
-    kept = run_marm("log", KEPT).json()["id"]
-    drain = run_marm("drain", timeout=300)
+    gone = invoke_marm("log", GONE).json()["id"]
+    kept = invoke_marm("log", KEPT).json()["id"]
+    drain = invoke_marm("drain")
     assert drain.code == 0, drain.err
     gone_vectors, kept_vectors = _vectors(marm_home / "marm.db", gone), _vectors(marm_home / "marm.db", kept)
     assert gone_vectors and kept_vectors
     before = _every_byte(marm_home)
     assert b"Quimbyfeld" in before and all(v in before for v in gone_vectors)
-    recalled = run_marm("concepts", "recall", "Quimbyfeld").out
+    recalled = invoke_marm("concepts", "recall", "Quimbyfeld").out
     assert "Quimbyfeld" in recalled
 
-    forget = run_marm("forget", str(gone))
+    forget = invoke_marm("forget", str(gone))
     assert forget.code == 0, forget.err
     after = _every_byte(marm_home)
     for text in (GONE.encode(), b"Quimbyfeld", b"Zorblax", b"Vladivostok"):
@@ -59,8 +60,8 @@ def test_forget_leaves_no_text_entity_or_vector_anywhere(marm_home):
         assert vector not in after
     # the other memory, its entity and its vector are all still there
     assert KEPT.encode() in after and b"Frobnicator" in after and all(v in after for v in kept_vectors)
-    assert run_marm("concepts", "recall", "Quimbyfeld").json()["entities"] == []
-    assert [e for e in run_marm("concepts", "recall", "Frobnicator").json()["entities"]
+    assert invoke_marm("concepts", "recall", "Quimbyfeld").json()["entities"] == []
+    assert [e for e in invoke_marm("concepts", "recall", "Frobnicator").json()["entities"]
             if "Frobnicator" in str(e)]
-    hybrid = run_marm("recall", "who signed the Frobnicator contract", "--mode", "hybrid")
+    hybrid = invoke_marm("recall", "who signed the Frobnicator contract", "--mode", "hybrid")
     assert "Tuesday review" in hybrid.out and "Quimbyfeld" not in hybrid.out

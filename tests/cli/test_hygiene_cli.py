@@ -1,4 +1,5 @@
-"""`marm review` and `marm compact` as real processes, and `marm_review` over MCP STDIO."""
+"""`marm review` and `marm compact` through the CLI (in this process: ``invoke_marm``), the
+briefing through a real ``marm hook session-start`` process, and `marm_review` over MCP STDIO."""
 
 from __future__ import annotations
 
@@ -6,8 +7,15 @@ import json
 
 import pytest
 
-from tests.helpers import git_init
+from tests.helpers import git_init, invoke_marm, run_marm
 from tests.mcp.test_mcp_stdio import StdioClient
+
+
+@pytest.fixture
+def marm():
+    """The CLI in this process: what these tests check is what the commands do (the
+    process contract, exit codes and stdout, has tests of its own in test_core_cli)."""
+    return invoke_marm
 
 BACKGROUND = [
     "DECISION: the checkout page validates the postcode on the server, not in the browser",
@@ -113,7 +121,7 @@ def test_the_briefing_leaves_out_what_a_newer_memory_may_reverse(marm, tmp_path)
                "-s", "friday", cwd=repo).json()["id"]
     assert marm("drain", cwd=repo).code == 0
     payload = {"session_id": "brief", "cwd": str(repo), "hook_event_name": "SessionStart", "source": "startup"}
-    run = marm("hook", "session-start", "--agent", "claude", input=json.dumps(payload), cwd=repo)
+    run = run_marm("hook", "session-start", "--agent", "claude", input=json.dumps(payload), cwd=repo)
     assert run.code == 0, run.err
     context = json.loads(run.out)["hookSpecificOutput"]["additionalContext"]
     assert f"#{new} " in context and "validates the postcode" in context  # the current ones are briefed

@@ -1,5 +1,5 @@
-"""`marm summarize` (the agent-written summary of a cluster of old episodes) as real
-processes, and `marm_summarize` over a real MCP STDIO session."""
+"""`marm summarize` (the agent-written summary of a cluster of old episodes) through the
+CLI in this process (``invoke_marm``), and `marm_summarize` over a real MCP STDIO session."""
 
 from __future__ import annotations
 
@@ -12,8 +12,15 @@ import pytest
 
 from marm.context import Ctx
 from marm.ops.memory import write_memory
-from tests.helpers import git_init
+from tests.helpers import git_init, invoke_marm
 from tests.mcp.test_mcp_stdio import StdioClient
+
+
+@pytest.fixture
+def marm():
+    """The CLI in this process: these tests check what the commands do (the process
+    contract, exit codes and stdout, has tests of its own in test_core_cli)."""
+    return invoke_marm
 
 OLD = "2026-01-1%dT10:00:00.000000Z"  # Monday 12 to Thursday 15: one ISO week
 HAND = "DECISION: invoices are rendered by the worker, never in the request"

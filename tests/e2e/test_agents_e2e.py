@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,9 +35,6 @@ except ModuleNotFoundError:  # Python 3.10: the backport marm depends on there
 
 from tests.e2e.mock_model import MockModel, Reply, Turn
 
-#: Under xdist each session runs with no other test beside it: an agent that finds marm's
-#: MCP server still starting goes on without its tools, which a loaded machine made happen.
-pytestmark = pytest.mark.alone
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = REPO / ".agents" / "node_modules" / ".bin"
@@ -119,9 +117,12 @@ def _wait_for_drains(work: Path, env: dict[str, str]) -> None:
         time.sleep(0.5)
 
 
-def run_session(agent: str, tmp_path: Path,
+def run_session(agent: str, tmp_path: Path, alone: Callable[[], AbstractContextManager[None]],
                 before_init: Callable[[Path], None] | None = None) -> Session:
-    """One session of ``agent``; ``before_init(home)`` writes the user's own config first."""
+    """One session of ``agent``; ``before_init(home)`` writes the user's own config first.
+    Under xdist the agent runs with no other test beside it (``alone``, tests/conftest.py):
+    an agent that finds marm's MCP server still starting goes on without its tools, which a
+    loaded machine made happen. Its set-up and the checks after it share the machine."""
     missing = _missing(agent)
     if missing:
         pytest.skip(missing)
@@ -167,21 +168,22 @@ def run_session(agent: str, tmp_path: Path,
         else:
             run_env |= {"GEMINI_API_KEY": "dummy-key", "GOOGLE_GEMINI_BASE_URL": mock.url}
             cmd = ["gemini", "-p", PROMPT, "--yolo", "--output-format", "json"]
-        start = time.monotonic()
-        try:
-            proc = subprocess.run(cmd, cwd=work, env=run_env, capture_output=True, text=True,
-                                  timeout=SESSION_SECONDS, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired as exc:
-            pytest.fail(f"{agent} did not finish in {SESSION_SECONDS}s; stderr: {exc.stderr!r}")
-        seconds = time.monotonic() - start
+        with alone():
+            start = time.monotonic()
+            try:
+                proc = subprocess.run(cmd, cwd=work, env=run_env, capture_output=True, text=True,
+                                      timeout=SESSION_SECONDS, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired as exc:
+                pytest.fail(f"{agent} did not finish in {SESSION_SECONDS}s; stderr: {exc.stderr!r}")
+            seconds = time.monotonic() - start
     _wait_for_drains(work, env)
     return Session(mock, proc, work, env, seconds)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("agent", ["claude", "codex", "gemini"])
-def test_a_real_agent_session_with_marm(agent, tmp_path):
-    s = run_session(agent, tmp_path)
+def test_a_real_agent_session_with_marm(agent, tmp_path, alone):
+    s = run_session(agent, tmp_path, alone)
     print(f"{agent}: session {s.seconds:.1f}s, {len(s.mock.requests)} model requests")
     print("\n".join(line for line in s.proc.stderr.splitlines() if line.startswith("hook:")))
     assert s.proc.returncode == 0, f"{agent} exited {s.proc.returncode}: {s.proc.stderr[-2000:]}"
@@ -228,12 +230,12 @@ CODEX_FORMS = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("form", list(CODEX_FORMS))
-def test_codex_starts_with_marm_updated_in_the_form_the_user_had(form, tmp_path):
+def test_codex_starts_with_marm_updated_in_the_form_the_user_had(form, tmp_path, alone):
     def mine(home: Path) -> None:
         (home / ".codex").mkdir()
         (home / ".codex" / "config.toml").write_text(CODEX_FORMS[form])
 
-    s = run_session("codex", tmp_path, before_init=mine)
+    s = run_session("codex", tmp_path, alone, before_init=mine)
     text = (Path(s.env["HOME"]) / ".codex" / "config.toml").read_text()
     config = tomllib.loads(text)  # it parses: a second marm would be a duplicate key
     assert list(config["mcp_servers"]) == ["marm"], text

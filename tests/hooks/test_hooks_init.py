@@ -1,5 +1,7 @@
 """``marm init``: merges into the user's own agent configs, is idempotent, and
-``--uninstall`` restores the original files byte for byte."""
+``--uninstall`` restores the original files byte for byte. ``marm init`` runs in this
+process (``invoke_marm``); the command it installs runs as the agent would run it, through
+a real shell (``test_project_scope_and_the_installed_command_runs``)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from pathlib import Path
 
 from marm.configfile import load_toml
 from marm.install import hand_files, is_marm
-from tests.helpers import run_marm
+from tests.helpers import invoke_marm
 from tests.hooks.payloads import payload, seed
 
 REPO = Path(__file__).resolve().parents[2]
@@ -53,7 +55,7 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 def init(home: Path, *args: str, cwd: Path | None = None):
-    run = run_marm("init", *args, "--json", env={"HOME": str(home)}, cwd=cwd or home)
+    run = invoke_marm("init", *args, "--json", env={"HOME": str(home)}, cwd=cwd or home)
     assert run.code == 0, run.err
     return run.json()
 
@@ -142,7 +144,7 @@ def test_dry_run_changes_nothing(tmp_path):
     assert result["dry_run"] is True
     assert {c["action"] for c in result["changes"]} == {"updated", "created"}
     assert snapshot(home) == before
-    text = run_marm("init", "--claude", "--dry-run", "--text", env={"HOME": str(home)}, cwd=home)
+    text = invoke_marm("init", "--claude", "--dry-run", "--text", env={"HOME": str(home)}, cwd=home)
     assert "would update" in text.out and ".claude/settings.json" in text.out
 
 
@@ -183,7 +185,7 @@ def test_project_scope_and_the_installed_command_runs(tmp_path, marm_home):
 def test_no_agent_named_and_none_found(tmp_path):
     home = tmp_path / "empty-home"
     home.mkdir()
-    run = run_marm("init", env={"HOME": str(home)}, cwd=home)
+    run = invoke_marm("init", env={"HOME": str(home)}, cwd=home)
     assert run.code == 2 and "--claude" in run.err
     (home / ".gemini").mkdir()
     found = init(home, "--dry-run")
@@ -213,7 +215,7 @@ def test_a_file_marm_cannot_read_changes_nothing_anywhere(tmp_path):
     home, _ = user_home(tmp_path)
     (home / ".gemini" / "settings.json").write_text('{\n  // a comment\n  "theme": "x" oops\n}\n')
     before = snapshot(home)
-    run = run_marm("init", "--claude", "--codex", "--gemini", env={"HOME": str(home)}, cwd=home)
+    run = invoke_marm("init", "--claude", "--codex", "--gemini", env={"HOME": str(home)}, cwd=home)
     assert run.code == 2
     assert ".gemini/settings.json" in run.err and "not valid JSON" in run.err
     assert snapshot(home) == before
@@ -302,7 +304,7 @@ def test_claude_config_dir_and_gemini_cli_home_are_honoured(tmp_path):
     home.mkdir()
     claude_dir, gemini_root = tmp_path / "claude-config", tmp_path / "gemini-root"
     env = {"HOME": str(home), "CLAUDE_CONFIG_DIR": str(claude_dir), "GEMINI_CLI_HOME": str(gemini_root)}
-    run = run_marm("init", "--claude", "--gemini", "--mcp", "--json", env=env, cwd=home)
+    run = invoke_marm("init", "--claude", "--gemini", "--mcp", "--json", env=env, cwd=home)
     assert run.code == 0, run.err
     paths = {c["path"] for c in run.json()["changes"]}
     assert str(claude_dir / "settings.json") in paths and str(claude_dir / ".claude.json") in paths
@@ -310,7 +312,7 @@ def test_claude_config_dir_and_gemini_cli_home_are_honoured(tmp_path):
     assert json.loads((claude_dir / ".claude.json").read_text())["mcpServers"]["marm"]["args"][-1] == "mcp"
     assert not (home / ".claude.json").exists() and not (home / ".claude").exists()
     assert not (home / ".gemini").exists()
-    removed = run_marm("init", "--claude", "--gemini", "--uninstall", "--json", env=env, cwd=home)
+    removed = invoke_marm("init", "--claude", "--gemini", "--uninstall", "--json", env=env, cwd=home)
     assert removed.code == 0, removed.err
     # uninstall removes what it created, folders included
     assert not claude_dir.exists() and not gemini_root.exists()
@@ -354,7 +356,7 @@ def test_doctor_checks_the_trust_step_init_prints(tmp_path):
     env = {"HOME": str(home)}
 
     def checks() -> dict[str, dict]:
-        run = run_marm("doctor", "--json", env=env, cwd=work)
+        run = invoke_marm("doctor", "--json", env=env, cwd=work)
         return {c["name"]: c for c in run.json()["checks"]}
 
     before = checks()

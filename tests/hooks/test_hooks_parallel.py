@@ -1,4 +1,11 @@
-"""50 stop hooks at once: 50 distinct captures, none lost; the same 50 again: none doubled."""
+"""50 stop hooks at once: 50 distinct captures, none lost; the same 50 again: none doubled.
+
+Each is a real ``python -m marm hook stop`` process whose time budget (the safety net of
+``marm.hooks.run.BUDGET``, which also bounds its wait for the write lock) is widened
+first: 55 Python processes on a machine another job loads can take longer than 8 s, and
+then a hook gives up and fails open, as it should. What this test checks is that writers
+at once lose and double nothing, not how fast a loaded machine runs them.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +19,17 @@ import pytest
 from tests.hooks.payloads import payload, seed, stored
 
 N = 50
+#: ``python -m marm hook stop --agent claude`` with the stop budget widened to 120 s.
+HOOK = ("import runpy, sys\n"
+        "from marm.hooks import run\n"
+        "run.BUDGET['stop'] = 120.0\n"
+        "sys.argv = ['marm', 'hook', 'stop', '--agent', 'claude']\n"
+        "runpy.run_module('marm', run_name='__main__', alter_sys=True)\n")
 
 
 def fire(payloads: list[dict]) -> list[subprocess.CompletedProcess]:
     procs = [
-        subprocess.Popen([sys.executable, "-m", "marm", "hook", "stop", "--agent", "claude"],
+        subprocess.Popen([sys.executable, "-c", HOOK],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          env=dict(os.environ))
         for _ in payloads
@@ -32,7 +45,7 @@ def fire(payloads: list[dict]) -> list[subprocess.CompletedProcess]:
 
 
 @pytest.mark.slow
-@pytest.mark.alone  # 50 processes against the stop hook's budget: not beside another test's load
+@pytest.mark.alone  # 55 processes at once: not beside another test's hooks and their budgets
 def test_fifty_parallel_stops_store_fifty_captures_once(tmp_path, marm_home):
     p = seed(tmp_path)
     payloads = [

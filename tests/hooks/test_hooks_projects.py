@@ -2,7 +2,8 @@
 repository whose ``.marm.toml`` says ``memory = false`` (or ``capture``/``inject =
 false``) is left alone while its sibling is served; ``mode = opt-in`` serves only the
 repositories that ask; the home directory is never a project unless asked; a project
-setting beats the global one and ``config get`` says where each value comes from."""
+setting beats the global one and ``config get`` says where each value comes from (``config`` and
+``status`` run in this process, ``invoke_marm``; the hooks always as processes)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 from pathlib import Path
 
 from marm.hooks import inject
-from tests.helpers import git_init, run_marm
+from tests.helpers import git_init, invoke_marm
 from tests.hooks.payloads import PROMPT, hook, payload, seed, stored
 
 
@@ -57,9 +58,9 @@ def test_memory_false_repository_gets_nothing_while_its_sibling_does(tmp_path):
     assert gained >= 1
     assert any(m.project == str(p.root.resolve()) and m.source == "hook:stop"
                for m in stored(Path(os.environ["MARM_HOME"])))
-    status = run_marm("status", "--json", cwd=p.other).json()
+    status = invoke_marm("status", "--json", cwd=p.other).json()
     assert status["active"] is False and ".marm.toml" in status["activity"]
-    assert run_marm("status", "--json", cwd=p.root).json()["active"] is True
+    assert invoke_marm("status", "--json", cwd=p.root).json()["active"] is True
 
 
 def test_capture_false_and_inject_false_each_turn_off_one_half(tmp_path):
@@ -70,13 +71,13 @@ def test_capture_false_and_inject_false_each_turn_off_one_half(tmp_path):
     assert f"#{p.other_project} " in text and gained == 0      # injects, keeps nothing
     text, gained = turn(p.root, "s-b")
     assert text == "" and gained >= 1                           # keeps, injects nothing
-    got = run_marm("config", "get", "capture", "--json", cwd=p.other).json()
+    got = invoke_marm("config", "get", "capture", "--json", cwd=p.other).json()
     assert got["values"] == {"capture": "off"} and got["sources"] == {"capture": "project file .marm.toml"}
 
 
 def test_opt_in_mode_serves_only_repositories_that_say_memory_true(tmp_path):
     p = seed(tmp_path)
-    assert run_marm("config", "set", "mode", "opt-in").code == 0
+    assert invoke_marm("config", "set", "mode", "opt-in").code == 0
     (p.root / ".marm.toml").write_text("memory = true\n")
     text, gained = turn(p.root, "s-in")
     assert f"#{p.decision} " in text and gained >= 1
@@ -85,7 +86,7 @@ def test_opt_in_mode_serves_only_repositories_that_say_memory_true(tmp_path):
     text, gained = turn(p.other, "s-out")
     assert (text, gained) == ("", 0)
     # A repository can be let in from the command line too, without a file.
-    assert run_marm("config", "set", "memory", "on", "--project", ".", cwd=p.other).code == 0
+    assert invoke_marm("config", "set", "memory", "on", "--project", ".", cwd=p.other).code == 0
     text, gained = turn(p.other, "s-out-2")
     assert f"#{p.other_project} " in text and gained >= 1
 
@@ -106,26 +107,26 @@ def test_home_directory_is_never_a_project_unless_asked(tmp_path):
 def test_project_setting_beats_global_and_config_get_says_so(tmp_path):
     p = seed(tmp_path)
     third = git_init(tmp_path / "third")
-    assert run_marm("config", "set", "capture", "off", "--global").code == 0
-    assert run_marm("config", "set", "capture", "on", "--project", ".", cwd=p.root).code == 0
-    assert run_marm("config", "set", "inject.max_chars", "900", "--project", str(p.root)).code == 0
+    assert invoke_marm("config", "set", "capture", "off", "--global").code == 0
+    assert invoke_marm("config", "set", "capture", "on", "--project", ".", cwd=p.root).code == 0
+    assert invoke_marm("config", "set", "inject.max_chars", "900", "--project", str(p.root)).code == 0
     env = {"MARM_INJECT_MAX_CHARS": "500"}
-    here = run_marm("config", "get", "--json", cwd=p.root, env=env).json()
+    here = invoke_marm("config", "get", "--json", cwd=p.root, env=env).json()
     assert here["values"]["capture"] == "on" and here["sources"]["capture"] == "project"
     assert here["values"]["inject.max_chars"] == "900" and here["sources"]["inject.max_chars"] == "project"
-    there = run_marm("config", "get", "--json", cwd=p.other, env=env).json()
+    there = invoke_marm("config", "get", "--json", cwd=p.other, env=env).json()
     assert there["values"]["capture"] == "off" and there["sources"]["capture"] == "global"
     assert there["sources"]["inject.max_chars"] == "environment MARM_INJECT_MAX_CHARS"
-    assert run_marm("config", "get", "inject", "--json", cwd=third).json()["sources"] == {"inject": "default"}
-    text = run_marm("config", "get", "capture", "--text", cwd=p.root).out
+    assert invoke_marm("config", "get", "inject", "--json", cwd=third).json()["sources"] == {"inject": "default"}
+    text = invoke_marm("config", "get", "capture", "--text", cwd=p.root).out
     assert "capture = on   (project)" in text
     # The hooks follow it: the project captures, its sibling (global: off) does not.
     assert turn(p.root, "s-1")[1] >= 1
     assert turn(p.other, "s-2")[1] == 0
     # A global-only setting refuses --project; 'default' drops the project's value.
-    assert run_marm("config", "set", "mode", "opt-in", "--project", ".", cwd=p.root).code != 0
-    assert run_marm("config", "set", "capture", "default", "--project", ".", cwd=p.root).code == 0
-    again = run_marm("config", "get", "capture", "--json", cwd=p.root).json()
+    assert invoke_marm("config", "set", "mode", "opt-in", "--project", ".", cwd=p.root).code != 0
+    assert invoke_marm("config", "set", "capture", "default", "--project", ".", cwd=p.root).code == 0
+    again = invoke_marm("config", "get", "capture", "--json", cwd=p.root).json()
     assert again["sources"] == {"capture": "global"} and again["values"] == {"capture": "off"}
 
 

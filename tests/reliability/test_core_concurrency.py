@@ -9,8 +9,8 @@ import sys
 import pytest
 
 #: Eight writers at once, each a loop of real `marm log` processes: enough to make every
-#: write wait its turn many times (2 cores), without spending minutes on start-ups.
-WORKERS, EACH = 8, 15
+#: write wait its turn several times (2 cores), without spending the run on start-ups.
+WORKERS, EACH = 8, 8
 
 _WORKER = """
 import subprocess, sys

@@ -1,5 +1,7 @@
 """kill -9 of an embedding drain mid-batch, then a second drain: exactly one vector per
-chunk for every memory, and no task lost or left behind. Real model, real processes."""
+chunk for every memory, and no task lost or left behind. Real model; the killed drain is
+a real process, the second one runs in this process (``invoke_marm``), which loads the
+engine the checks below use anyway."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from marm import embed
 from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import vecfile
-from tests.helpers import run_marm
+from tests.helpers import invoke_marm
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +55,7 @@ def test_kill_a_drain_mid_batch_then_drain_again(marm_home, tmp_path):
     proc.wait()
     assert 0 < _counts(db)[1] < 200  # killed mid-way: some done, some left
 
-    second = run_marm("drain", "--kind", "embed", timeout=300)
+    second = invoke_marm("drain", "--kind", "embed")
     assert second.code == 0, second.err
     assert second.json()["kinds"]["embed"]["failed"] == 0
 

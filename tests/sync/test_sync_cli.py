@@ -1,5 +1,6 @@
-"""The sync commands through the real CLI: remotes, sharing, credentials refused,
-status with each remote's ahead and behind, and no psycopg outside a sync."""
+"""The sync commands through the CLI: remotes, sharing, credentials refused, status with
+each remote's ahead and behind (in this process, ``invoke_marm``), and as real processes a
+detached sync, the session-end hook's, and no psycopg outside a sync."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from tests.helpers import run_marm
+from tests.helpers import invoke_marm, run_marm
 from tests.sync.helpers import PROJECT
 
 ENV = {"MARM_PROJECT": PROJECT}
@@ -15,17 +16,17 @@ ENV = {"MARM_PROJECT": PROJECT}
 
 def test_a_url_with_a_password_is_refused_and_never_stored(tmp_path, marm_home):
     for url in ("postgresql://alice:s3cr3t-pw@db.example/team", "postgresql://alice@db.example/team?password=s3cr3t-pw"):
-        run = run_marm("remote", "add", "team", url, env=ENV)
+        run = invoke_marm("remote", "add", "team", url, env=ENV)
         assert run.code == 2 and "password" in run.err, run.err
-    ok = run_marm("remote", "add", "team", "postgresql://alice@db.example/team", env=ENV)
+    ok = invoke_marm("remote", "add", "team", "postgresql://alice@db.example/team", env=ENV)
     assert ok.code == 0, ok.err
-    listed = run_marm("remote", "list", env=ENV).json()
+    listed = invoke_marm("remote", "list", env=ENV).json()
     assert [r["url"] for r in listed["remotes"]] == ["postgresql://alice@db.example/team"]
     blob = b"".join(p.read_bytes() for p in marm_home.rglob("*") if p.is_file())
     assert b"alice@db.example" in blob and b"s3cr3t-pw" not in blob
-    assert run_marm("remote", "remove", "team", env=ENV).code == 0
-    assert run_marm("remote", "list", env=ENV).json()["remotes"] == []
-    assert run_marm("remote", "add", "x", "ftp://nowhere", env=ENV).code == 2
+    assert invoke_marm("remote", "remove", "team", env=ENV).code == 0
+    assert invoke_marm("remote", "list", env=ENV).json()["remotes"] == []
+    assert invoke_marm("remote", "add", "x", "ftp://nowhere", env=ENV).code == 2
 
 
 def test_status_shows_each_remote_ahead_and_behind(tmp_path):
@@ -33,24 +34,24 @@ def test_status_shows_each_remote_ahead_and_behind(tmp_path):
     a = {**ENV, "MARM_HOME": str(tmp_path / "a")}
     b = {**ENV, "MARM_HOME": str(tmp_path / "b")}
     for env in (a, b):
-        assert run_marm("remote", "add", "team", remote, env=env).code == 0
-    assert run_marm("log", "NOTE: written before sharing", env=a).code == 0
-    status = run_marm("status", env=a).json()
+        assert invoke_marm("remote", "add", "team", remote, env=env).code == 0
+    assert invoke_marm("log", "NOTE: written before sharing", env=a).code == 0
+    status = invoke_marm("status", env=a).json()
     assert status["remotes"][0]["ahead"] == 0            # nothing is shared yet
-    assert run_marm("share", env=a).code == 0
-    assert run_marm("share", env=b).code == 0
-    assert run_marm("log", "NOTE: written after sharing", env=a).code == 0
-    status = run_marm("status", env=a).json()["remotes"][0]
+    assert invoke_marm("share", env=a).code == 0
+    assert invoke_marm("share", env=b).code == 0
+    assert invoke_marm("log", "NOTE: written after sharing", env=a).code == 0
+    status = invoke_marm("status", env=a).json()["remotes"][0]
     assert status["ahead"] == 2 and status["last_push_at"] is None
-    assert run_marm("sync", env=a).code == 0
-    assert run_marm("status", env=a).json()["remotes"][0]["ahead"] == 0
-    behind = run_marm("status", env=b).json()["remotes"][0]
+    assert invoke_marm("sync", env=a).code == 0
+    assert invoke_marm("status", env=a).json()["remotes"][0]["ahead"] == 0
+    behind = invoke_marm("status", env=b).json()["remotes"][0]
     assert behind["behind"] == 2 and behind["ahead"] == 0
-    synced = run_marm("sync", "team", env=b)
+    synced = invoke_marm("sync", "team", env=b)
     assert synced.code == 0 and synced.json()["remotes"][0]["pulled"] == 2
-    after = run_marm("status", env=b).json()["remotes"][0]
+    after = invoke_marm("status", env=b).json()["remotes"][0]
     assert after["behind"] == 0 and after["last_pull_at"]
-    assert "written after sharing" in run_marm("recall", "written after sharing", "--mode", "lexical", env=b).out
+    assert "written after sharing" in invoke_marm("recall", "written after sharing", "--mode", "lexical", env=b).out
 
 
 def test_sync_commands_import_no_psycopg_unless_they_talk_to_postgres(tmp_path):
@@ -68,9 +69,9 @@ def test_sync_commands_import_no_psycopg_unless_they_talk_to_postgres(tmp_path):
 def test_sync_detached_returns_at_once_and_syncs_in_the_background(tmp_path):
     remote = tmp_path / "shared"
     env = {**ENV, "MARM_HOME": str(tmp_path / "a")}
-    assert run_marm("remote", "add", "team", f"dir:{remote}", env=env).code == 0
-    assert run_marm("share", env=env).code == 0
-    assert run_marm("log", "NOTE: sent by a detached sync", env=env).code == 0
+    assert invoke_marm("remote", "add", "team", f"dir:{remote}", env=env).code == 0
+    assert invoke_marm("share", env=env).code == 0
+    assert invoke_marm("log", "NOTE: sent by a detached sync", env=env).code == 0
     run = run_marm("sync", "--detach", env=env)
     assert run.code == 0 and run.json()["detached"] is True
     import time
@@ -87,13 +88,13 @@ def test_a_session_end_hook_starts_a_detached_sync_when_a_project_is_shared(tmp_
 
     remote = tmp_path / "shared"
     env = {**ENV, "MARM_HOME": str(tmp_path / "a")}
-    assert run_marm("remote", "add", "team", f"dir:{remote}", env=env).code == 0
-    assert run_marm("log", "NOTE: sent at session end", env=env).code == 0
+    assert invoke_marm("remote", "add", "team", f"dir:{remote}", env=env).code == 0
+    assert invoke_marm("log", "NOTE: sent at session end", env=env).code == 0
     work = tmp_path / "w"
     work.mkdir()
     assert hook("claude", "session-end", payload("claude", "session-end", work), cwd=work, env=env).code == 0
     assert not (remote / "manifests").exists() or not list(remote.glob("manifests/*"))  # not shared: no sync
-    assert run_marm("share", env=env).code == 0
+    assert invoke_marm("share", env=env).code == 0
     assert hook("claude", "session-end", payload("claude", "session-end", work), cwd=work, env=env).code == 0
     import time
 
@@ -108,10 +109,10 @@ def test_a_session_end_hook_starts_a_detached_sync_when_a_project_is_shared(tmp_
 def test_status_answers_when_a_postgres_remote_is_unreachable(tmp_path):
     env = {**ENV, "MARM_HOME": str(tmp_path / "a")}
     url = f"postgresql://marm@/postgres?host={tmp_path / 'no-server-here'}"
-    assert run_marm("remote", "add", "down", url, env=env).code == 0
-    status = run_marm("status", env=env)
+    assert invoke_marm("remote", "add", "down", url, env=env).code == 0
+    status = invoke_marm("status", env=env)
     assert status.code == 0, status.err
     remote = status.json()["remotes"][0]
     assert remote["name"] == "down" and remote["behind"] is None and "cannot reach" in remote["error"]
-    failed = run_marm("sync", env=env)
+    failed = invoke_marm("sync", env=env)
     assert failed.code == 7 and "cannot reach" in failed.err

@@ -7,6 +7,7 @@ second import adds nothing; every new memory is queued for embedding and concept
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -349,12 +350,20 @@ MEMORY_SERVER = "@modelcontextprotocol/server-memory@2026.8.31"
 
 @pytest.fixture(scope="session")
 def memory_server(tmp_path_factory) -> Path:
-    """The reference memory server installed from the npm registry (about 10 s here)."""
+    """The reference memory server from the npm registry: the copy ``.ci/agents`` (run by
+    tests/run.sh) installs beside the agent CLIs, else installed here (about 10 s)."""
     import shutil
     import subprocess
 
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.skip("node and npm are needed to install the MCP memory server")
+    package = Path(__file__).resolve().parents[2] / ".agents" / "node_modules" / "@modelcontextprotocol" / "server-memory"
+    try:
+        version = json.loads((package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        version = None
+    if version == MEMORY_SERVER.rsplit("@", 1)[1] and (package / "dist" / "index.js").is_file():
+        return package / "dist" / "index.js"
     where = tmp_path_factory.mktemp("server-memory")
     npm = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--silent", "--prefix", str(where),
                           MEMORY_SERVER], capture_output=True, text=True, timeout=300)
