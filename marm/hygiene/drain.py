@@ -186,6 +186,8 @@ def expire_staged(ctx: Ctx) -> int:
     days = float(ctx.setting("summarize.staged_days"))
     before = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     store = ctx.store()
+    if not summaries.staged_before(store, before):
+        return 0  # no write (a list on a store opened read-only still works)
     with store.write():
         return len(summaries.expire(store, before))
 

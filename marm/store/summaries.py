@@ -89,14 +89,18 @@ def decide(store: Store, item: Staged, state: str, reason: str | None = None,
                   session=item.session, detail={"cluster": item.cluster, "summary_id": summary_id})
 
 
-def expire(store: Store, staged_before: str) -> list[Staged]:
-    """Discard every summary still staged that was staged before ``staged_before`` (a
-    stored time); its row and events stay, its episodes are untouched. Call inside
-    ``store.write()``."""
-    assert store.in_transaction
+def staged_before(store: Store, stamp: str) -> list[Staged]:
+    """The summaries still staged that were staged before ``stamp`` (a stored time)."""
     rows = store.conn.execute(f"SELECT {_COLUMNS} FROM staged_summaries WHERE state = 'staged'"
-                              " AND staged_at < ? ORDER BY id", (staged_before,)).fetchall()
-    old = [_row(r) for r in rows]
+                              " AND staged_at < ? ORDER BY id", (stamp,)).fetchall()
+    return [_row(r) for r in rows]
+
+
+def expire(store: Store, stamp: str) -> list[Staged]:
+    """Discard every summary still staged that was staged before ``stamp``; its row and
+    events stay, its episodes are untouched. Call inside ``store.write()``."""
+    assert store.in_transaction
+    old = staged_before(store, stamp)
     for item in old:
         decide(store, item, "discarded", f"expired: staged {item.staged_at[:10]} and never applied or discarded")
     return old
