@@ -79,6 +79,9 @@ SETTINGS: dict[str, Setting] = {
                 "MARM_EMBED_DOWNLOAD", ON_OFF),
         Setting("compact.older_than_days", "30", "`marm compact` folds episodes older than this "
                 "many days", "MARM_COMPACT_OLDER_THAN_DAYS"),
+        Setting("summarize.staged_days", "14", "a summary staged with `marm summarize stage` that "
+                "nobody applies or discards within this many days is discarded (by the drain, or when "
+                "clusters are listed)", "MARM_SUMMARIZE_STAGED_DAYS"),
         Setting("recall.episode_half_life_days", "180", "an episode's recall score halves over this "
                 "many days of age (highlights and hand-written memories do not age)",
                 "MARM_EPISODE_HALF_LIFE_DAYS"),

@@ -3,17 +3,20 @@
 Episodes are kept nearly verbatim, so a store that captures every turn grows by
 hundreds of them a week; after a month what matters of them is what was asked, what
 was concluded and which files changed. A fold keeps, for each episode of a topic and
-ISO week (at most ``FOLD_MAX`` consecutive episodes), its question's first sentence,
-then, within a quarter of the episode's text, the sentences that add the most per
-character: the rare words (recall's content stems, weighted by how few memories of the
+ISO week (at most ``FOLD_MAX`` consecutive episodes), its question's first sentence
+(unless it says nothing alone, "yes", or nothing new), then, within a quarter of the
+episode's text, the sentences that add the most per character: the rare words (recall's content stems, weighted by how few memories of the
 project hold them) that nothing kept so far holds (the session's highlights, the
 sentences the fold already took), more for a sentence the highlight classifier calls a
-decision, cause, fix, convention or lesson. Questions the agent put to the user and
-sentences the highlights hold are left out, a retried question is said once, and the
-fold lists the files changed once. Nothing is paraphrased. Highlights are memories of
+decision, cause, fix, convention or lesson. Questions the agent put to the user, lines
+that only introduce a list ("Key changes:") and sentences the highlights hold are left
+out, a retried question is said once, the day is said once, and the fold lists the
+repository's files changed once. Nothing is paraphrased. Highlights are memories of
 their own and are never folded. (Measured by ``tests/bench/bench_hygiene.py``: a fixed
 budget of the first and the most identifier-rich sentences lost the facts long plans
-state in plain words.)
+state in plain words. Measured there too, and kept out: a budget on only what the
+highlights do not hold, or one shared by a fold's episodes, cut the store further but
+lost the facts of long plans and closing lists, whose words the highlights already hold.)
 
 The topic is the session the episodes come from: a session is one task on one
 repository, which is what a reader looks for later; the week bounds a fold's size.
@@ -25,6 +28,7 @@ restore ID`` for one source) gives them back byte for byte.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -36,10 +40,12 @@ from marm.recall.lexical import stems
 from marm.store.records import Memory
 
 #: Characters of one episode's question in a summary.
-ASKED = 160
+ASKED = 120
+#: Fewest content words a question needs to be kept ("yes", "go on" say nothing alone).
+ASKED_WORDS = 2
 #: What an episode keeps, besides its question: this share of its question and
-#: conclusion, in the sentences most worth keeping, and at least its best sentence when
-#: that has at most ``ONE`` characters (a short turn keeps its one key sentence).
+#: conclusion, in the sentences most worth keeping, and up to ``ONE`` characters of them
+#: however short the turn (a short turn keeps its key sentence).
 SHARE = 0.25
 ONE = 300
 #: Least worth (``_worth``) of a sentence a summary keeps: below it a sentence adds
@@ -48,7 +54,10 @@ WORTH = 0.03
 #: Most episodes in one fold: consecutive turns of a session are one thread of work; a
 #: longer session is cut into even runs, so a summary stays one subject a recall can rank.
 FOLD_MAX = 8
-FILES = 12
+#: Files a summary lists; how many more there were is said.
+FILES = 6
+#: What an episode of a turn cut short says in place of an answer.
+INTERRUPTED = "(interrupted before an answer)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,19 +146,22 @@ def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
     the question and of the conclusion that add the most per character (``_worth``),
     picked greedily (each pick covers its words), in their order. Left out: what
     ``elsewhere`` already holds (the highlights kept from the same session stay memories
-    of their own) and questions the agent put to the user ("Want me to go on?")."""
-    question = _field(episode.content, "Asked")
+    of their own), questions the agent put to the user ("Want me to go on?") and lines
+    that only introduce what follows ("Key changes:"). A question of fewer than
+    ``ASKED_WORDS`` content words, or whose words the fold already holds, is not said."""
+    question = _field(episode.content, "Asked").replace(INTERRUPTED, "").strip()
     asked = _cut(_first(question), ASKED) if question else ""
+    if len(stems(asked, min_len=2)) < ASKED_WORDS or not novelty.gain(asked):
+        asked = ""  # "yes", "clear it out", or a question the fold already holds
     novelty.cover(asked)
     concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
     pool = [x for x in dict.fromkeys([*list(sentences(question))[1:], *sentences(concluded)])
-            if " ".join(x.split()) not in elsewhere and not x.rstrip().endswith("?")]
+            if " ".join(x.split()) not in elsewhere and not x.rstrip().endswith(("?", ":"))]
     keep = [classify(x)[1] for x in pool]
-    budget = int(SHARE * (len(question) + len(concluded)))
+    room = max(ONE, int(SHARE * (len(question) + len(concluded))))
     picked: list[int] = []
     used = 0
     while True:
-        room = budget if picked else max(budget, ONE)
         left = [i for i in range(len(pool)) if i not in picked and used + len(pool[i]) <= room]
         worth = {i: _worth(pool[i], keep[i], novelty) for i in left}
         best = max(left, key=lambda i: (worth[i], -i), default=None)
@@ -162,24 +174,35 @@ def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
 
 
 def _lines(kept: list[Kept]) -> list[str]:
-    """The fold's lines: one per episode, a question asked again (a retried turn) said once,
-    an episode with nothing left to say left out."""
+    """The fold's lines: one per episode ("- question" then "  → what it concluded"), the
+    day said when it changes, a question asked again (a retried turn) said once, an
+    episode with nothing left to say left out."""
     out: list[str] = []
     seen: set[str] = set()
+    day = ""
     for k in kept:
         asked = k.asked if k.asked not in seen else ""
         seen.add(k.asked)
         if not asked and not k.said:
             continue
-        head = f"- {k.day} asked: {asked}" if asked else f"- {k.day}"
-        out.append(head + (f"\n  concluded: {k.said}" if k.said else ""))
+        head = "- " + (f"{k.day}: " if k.day != day else "")
+        day = k.day
+        out.append(head + (f"{asked}\n  → {k.said}" if asked and k.said else asked or f"→ {k.said}"))
     return out
 
 
+_MORE = re.compile(r"\s+and \d+ more$")
+#: A path outside the repository (absolute, home-relative or on a drive): an agent's plan,
+#: memory or scratch file, not the project's code.
+_OUTSIDE = re.compile(r"^(?:/|~|[A-Za-z]:[\\/])")
+
+
 def files_changed(episodes: Iterable[Memory]) -> list[str]:
-    """The files the episodes changed, each once, in order of first change."""
-    return list(dict.fromkeys(f.strip() for m in episodes
-                              for f in _field(m.content, "Changed").split(",") if f.strip()))
+    """The repository's files the episodes changed, each once, in order of first change
+    (an episode names the files inside its repository relative to it: the ones outside it
+    are left out, and so is the count of files an episode's own list left out)."""
+    names = (_MORE.sub("", f.strip()) for m in episodes for f in _field(m.content, "Changed").split(","))
+    return list(dict.fromkeys(f for f in names if f and not _OUTSIDE.match(f)))
 
 
 def plan(episodes: Iterable[Memory], kept: Iterable[Memory] = ()) -> list[Fold]:
@@ -209,7 +232,7 @@ def plan(episodes: Iterable[Memory], kept: Iterable[Memory] = ()) -> list[Fold]:
             for m in kept:
                 if m.project == project:
                     novelty[project].cover(m.content)
-        head = f"SUMMARY of {len(found)} episodes, week {week} (marm compact):"
+        head = f"SUMMARY of {len(found)} episodes, week {week}:"
         files = files_changed(found)
         tail = ["Changed: " + ", ".join(files[:FILES]) + (f" and {len(files) - FILES} more" if len(files) > FILES else "")]
         folds.append(Fold(project, topic, week, tuple(found),

@@ -18,6 +18,9 @@ For a new memory and each candidate:
   identifier both name, or cosine >= ``TOPIC_MEANING``): the older one is superseded at
   once when both are captures of the same session, and proposed otherwise.
 - code baseline: the files and symbols it names are kept for the staleness check.
+
+It also discards the compaction summaries an agent staged and nobody applied or
+discarded within ``summarize.staged_days`` (``expire_staged``).
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from marm.config import derived_path
 from marm.context import Ctx
 from marm.hygiene import actions, similar, stale
 from marm.recall.lexical import words as query_words
-from marm.store import concept_graph, hygiene, memories, recall_reads, vecfile, vectors
+from marm.store import concept_graph, hygiene, memories, recall_reads, summaries, vecfile, vectors
 from marm.store.db import Store
 from marm.store.memories import Filter
 from marm.store.records import Memory
@@ -176,6 +180,18 @@ def _reversal(store: Store, older: Memory, newer: Memory, cue: similar.Reversal,
     counts["reversals superseded" if auto else "reversals proposed"] += 1
 
 
+def expire_staged(ctx: Ctx) -> int:
+    """Discard the summaries staged (``marm summarize stage``) longer ago than the
+    ``summarize.staged_days`` setting that nobody applied or discarded; how many."""
+    days = float(ctx.setting("summarize.staged_days"))
+    before = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    store = ctx.store()
+    if not summaries.staged_before(store, before):
+        return 0  # no write (a list on a store opened read-only still works)
+    with store.write():
+        return len(summaries.expire(store, before))
+
+
 def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
     """Check the memories written since the last sweep, then refresh staleness flags."""
     store = ctx.store()
@@ -197,6 +213,7 @@ def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
             upto = ids[-1]
             hygiene.set_mark(store, "checked_upto", str(upto))
         counts["flagged stale"] += stale.refresh(ctx)
+        counts["staged summaries expired"] += expire_staged(ctx)
     finally:
         code.close()
         if graph is not None:

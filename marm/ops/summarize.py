@@ -14,7 +14,9 @@ an agent calls it when it chooses, and its results are data only.
 A cluster is one fold of the extractive plan (a session's episodes of one ISO week, at
 most ``FOLD_MAX`` consecutive ones); its number is its first episode's id. A staged
 summary keeps the sources' content hashes: if any source changed or was folded since,
-the apply is refused and the staged summary marked stale.
+the apply is refused and the staged summary marked stale. A summary nobody applies or
+discards is discarded after ``summarize.staged_days`` (14) days, when clusters are
+listed or by the drain's hygiene sweep.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Annotated, Literal
 from marm.context import Ctx
 from marm.errors import BadInput, NotFound
 from marm.hygiene import compact as folding
+from marm.hygiene.drain import expire_staged
 from marm.ops.hygiene import candidates, fold_into
 from marm.ops.params import ProjectOpt
 from marm.ops.registry import Param, op
@@ -170,6 +173,7 @@ def summarize(
     if action == "list":
         if limit < 1:
             raise BadInput("--limit must be 1 or more")
+        expire_staged(ctx)
         listed = _clusters(ctx, scope, days)
         shown = [c for c in listed if cluster is None or c.id == cluster]
         if cluster is not None and not shown:

@@ -1,7 +1,9 @@
 """Summaries an agent staged for a cluster of old episodes (migration m010).
 
 MARM's flow, kept: a cluster is proposed, the agent stages a summary for it, and the
-summary is applied or discarded. A staged row keeps each source's id and content hash,
+summary is applied or discarded. A summary left staged (nobody applied or discarded it)
+is discarded once it is older than the ``summarize.staged_days`` setting (``expire``).
+A staged row keeps each source's id and content hash,
 so an apply checks that the sources are still what the summary was written from (MARM's
 snapshot check); a row whose sources changed becomes ``stale``. Every state change is
 an event. What MARM did wrong is not here: nothing in this table is ever pushed into a
@@ -85,3 +87,20 @@ def decide(store: Store, item: Staged, state: str, reason: str | None = None,
                        (state, summary_id, now(), item.id))
     events.append(store, f"summary.{state}", "staged_summary", item.id, reason=reason, project=item.project,
                   session=item.session, detail={"cluster": item.cluster, "summary_id": summary_id})
+
+
+def staged_before(store: Store, stamp: str) -> list[Staged]:
+    """The summaries still staged that were staged before ``stamp`` (a stored time)."""
+    rows = store.conn.execute(f"SELECT {_COLUMNS} FROM staged_summaries WHERE state = 'staged'"
+                              " AND staged_at < ? ORDER BY id", (stamp,)).fetchall()
+    return [_row(r) for r in rows]
+
+
+def expire(store: Store, stamp: str) -> list[Staged]:
+    """Discard every summary still staged that was staged before ``stamp``; its row and
+    events stay, its episodes are untouched. Call inside ``store.write()``."""
+    assert store.in_transaction
+    old = staged_before(store, stamp)
+    for item in old:
+        decide(store, item, "discarded", f"expired: staged {item.staged_at[:10]} and never applied or discarded")
+    return old

@@ -125,6 +125,65 @@ def test_an_apply_after_the_sources_changed_is_refused_as_stale(marm, tmp_path):
     assert marm("summarize", "apply", str(episodes[0]), cwd=repo).code == 3  # stale is closed
 
 
+def _stage_two_clusters(marm, repo: Path) -> tuple[int, int]:
+    """Two sessions of old episodes (two clusters), a summary staged for each; the first
+    one's staged 20 days ago (longer than the 14 days summarize.staged_days allows)."""
+    first, _, _ = _populate(repo)
+    hook = Ctx(source="hook:stop", platform="claude", cwd=repo, env={**os.environ, "MARM_SESSION": "s-other"})
+    try:
+        second = [write_memory(hook, _episode(n).replace("invoice PDF", "receipt email"), kind="episode",
+                               recorded_at=OLD % n).id for n in (5, 6)]
+    finally:
+        hook.close()
+    for cluster in (first[0], second[0]):
+        assert marm("summarize", "stage", str(cluster), "--summary", f"summary of {cluster}", cwd=repo).code == 0
+    conn = sqlite3.connect(Path(os.environ["MARM_HOME"]) / "marm.db")
+    with conn:
+        conn.execute("UPDATE staged_summaries SET staged_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-20 days')"
+                     " WHERE cluster = ?", (first[0],))
+    conn.close()
+    return first[0], second[0]
+
+
+def _staged_states() -> dict[int, tuple[str, str | None]]:
+    conn = sqlite3.connect(Path(os.environ["MARM_HOME"]) / "marm.db")
+    try:
+        return {c: (s, r) for c, s, r in conn.execute(
+            "SELECT s.cluster, s.state, e.reason FROM staged_summaries s LEFT JOIN events e"
+            " ON e.entity = 'staged_summary' AND e.entity_id = s.id AND e.action = 'summary.discarded'")}
+    finally:
+        conn.close()
+
+
+def test_a_staged_summary_nobody_decides_on_expires_when_listed_and_a_fresh_one_stays(marm, tmp_path):
+    repo = git_init(tmp_path / "shop")
+    old, fresh = _stage_two_clusters(marm, repo)
+    listed = marm("summarize", "--json", cwd=repo)
+    assert listed.code == 0, listed.err
+    by_id = {c["id"]: c for c in listed.json()["clusters"]}
+    assert by_id[fresh]["state"] == "staged" and by_id[fresh]["summary"] == f"summary of {fresh}"
+    assert by_id[old]["state"] == "unsummarized" and by_id[old]["summary"] is None  # its cluster is offered again
+    states = _staged_states()
+    assert states[fresh] == ("staged", None)
+    assert states[old][0] == "discarded" and "expired" in states[old][1]
+    assert marm("summarize", "apply", str(old), cwd=repo).code == 3  # nothing staged for it any more
+    assert marm("summarize", "apply", str(fresh), cwd=repo).code == 0  # the fresh one still applies
+
+
+def test_the_drain_discards_a_staged_summary_past_its_age_and_keeps_a_fresh_one(marm, tmp_path):
+    repo = git_init(tmp_path / "shop")
+    old, fresh = _stage_two_clusters(marm, repo)
+    drained = marm("drain", "--json", cwd=repo)
+    assert drained.code == 0, drained.err
+    assert drained.json()["sweeps"]["hygiene"]["staged summaries expired"] == 1
+    states = _staged_states()
+    assert states[fresh] == ("staged", None) and states[old][0] == "discarded" and "expired" in states[old][1]
+    shorter = marm("config", "set", "summarize.staged_days", "0", cwd=repo)
+    assert shorter.code == 0, shorter.err
+    assert marm("summarize", "--json", cwd=repo).json()["clusters"][-1]["state"] == "unsummarized"
+    assert _staged_states()[fresh][0] == "discarded"  # the setting decides the age
+
+
 @pytest.mark.slow
 def test_marm_summarize_over_mcp_stdio_and_no_nudge_in_other_results(marm, tmp_path):
     repo = git_init(tmp_path / "shop")

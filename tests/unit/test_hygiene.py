@@ -11,6 +11,7 @@ import pytest
 
 from marm import drain
 from marm.context import Ctx
+from marm.hygiene import compact as hygiene_compact
 from marm.ops import hygiene as hygiene_ops
 from marm.ops.memory import write_memory
 from marm.store import hygiene, memories
@@ -257,6 +258,38 @@ def test_compaction_folds_old_episodes_and_restores_them_byte_for_byte(shop):
     assert _rows(person, [*episodes, highlight, recent, *ids.values()]) == before
     from marm.ops.review import history
     assert [e.action for e in history(person, episodes[0]).events][-2:] == ["memory.compact", "memory.restore"]
+    hook.close()
+
+
+def test_a_summary_leaves_out_what_says_nothing_alone_and_lists_only_the_repositorys_files(shop):
+    work, person, ids = shop
+    hook = _ctx("hook:stop", work, session="s-talk")
+    old = "2026-01-13T1%d:00:00.000000Z"  # one day
+    texts = [
+        "Asked: why does the nightly export skip the refunds table?\n"
+        "Concluded: The export query joined refunds on the wrong key, so every refund row was dropped. "
+        "Key changes:\n- The join uses refund.order_id now.\n"
+        "Changed: exports/nightly.sql, /home/ana/.claude/plans/export-plan.md",
+        "Asked: yes\nConcluded: The refunds backfill ran for the last 90 days; 412 rows were added. "
+        "Here is what changed:\n"
+        "Changed: exports/backfill.py, exports/a.py, exports/b.py, exports/c.py, exports/d.py, exports/e.py, "
+        "exports/f.py, exports/g.py, exports/h.py, exports/i.py, exports/j.py, exports/k.py and 3 more",
+        "Asked: why does the nightly export skip the refunds table?\n(interrupted before an answer)",
+    ]
+    episodes = [write_memory(hook, t, kind="episode", recorded_at=old % n).id for n, t in zip((2, 3, 4), texts)]
+    (fold,) = hygiene_ops.compact(person, older_than=30, dry_run=True).folds
+    assert fold.sources == episodes
+    text = fold.summary
+    assert "the wrong key" in text and "412 rows were added" in text  # the conclusions' facts stay
+    # said once: the day, and the question asked again (its retry was interrupted)
+    assert text.count("2026-01-13") == 1 and text.count("why does the nightly export skip") == 1
+    assert "- yes" not in text and ": yes" not in text  # a bare "yes" is no question worth a line
+    assert "Key changes:" not in text and "Here is what changed:" not in text and "interrupted" not in text
+    changed = next(line for line in text.splitlines() if line.startswith("Changed: "))
+    assert "exports/nightly.sql" in changed and "exports/backfill.py" in changed
+    assert "/home/ana" not in changed and "k.py and 3 more," not in changed  # outside the repo; not a file
+    assert changed.endswith(f" and {13 - hygiene_compact.FILES} more")  # 13 files of the repository
+    assert all(_status(person, i) == "active" for i in [*episodes, *ids.values()])  # a dry run
     hook.close()
 
 
