@@ -131,9 +131,9 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
         hits = [h for h in hits if h.memory.session != ev.session_id or h.memory.recorded_at <= since]
     # A question asks for what is known, and a memory that half answers it helps; a task
     # asks for work, where a memory only on its topic distracts: the gate is lower for asking.
-    bar = "inject.ask_" if inject.asks(text) else "inject."
-    hits = inject.shown(hits, text, _number(ctx, bar + "min_score"), _number(ctx, bar + "min_meaning"),
-                        INJECT_ITEMS)
+    score, meaning = (("inject.ask_min_score", "inject.ask_min_meaning") if inject.asks(text)
+                      else ("inject.min_score", "inject.min_meaning"))
+    hits = inject.shown(hits, text, _number(ctx, score), _number(ctx, meaning), INJECT_ITEMS)
     return inject.fence(
         ev.agent,
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",

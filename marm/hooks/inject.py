@@ -64,8 +64,8 @@ def asks(prompt: str) -> bool:
     text = prompt.strip()
     if _REQUEST.match(text):
         return False
-    last = [p for p in _PIECE.split(text) if p.strip()][-1:] or [text]
-    return text.endswith("?") or bool(_ASKING.match(text) or _ASKING.match(last[0]))
+    last = _PIECE.split(text)[-1]
+    return text.endswith("?") or bool(_ASKING.match(text) or _ASKING.match(last))
 
 
 def needed_overlap(query_words: int) -> int:

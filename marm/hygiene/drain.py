@@ -28,7 +28,6 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from marm.config import derived_path
@@ -36,7 +35,7 @@ from marm.context import Ctx
 from marm.hygiene import actions, similar, stale
 from marm.recall.lexical import words as query_words
 from marm.store import concept_graph, hygiene, memories, recall_reads, summaries, vecfile, vectors
-from marm.store.db import Store
+from marm.store.db import Store, now
 from marm.store.memories import Filter
 from marm.store.records import Memory
 
@@ -183,8 +182,7 @@ def _reversal(store: Store, older: Memory, newer: Memory, cue: similar.Reversal,
 def expire_staged(ctx: Ctx) -> int:
     """Discard the summaries staged (``marm summarize stage``) longer ago than the
     ``summarize.staged_days`` setting that nobody applied or discarded; how many."""
-    days = float(ctx.setting("summarize.staged_days"))
-    before = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    before = now(-float(ctx.setting("summarize.staged_days")) * 86400)
     store = ctx.store()
     if not summaries.staged_before(store, before):
         return 0  # no write (a list on a store opened read-only still works)

@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from marm.store import core
@@ -23,9 +23,11 @@ from marm.store.records import Actor
 __all__ = ["Integrity", "Store", "now"]
 
 
-def now() -> str:
-    """Current UTC time in the one fixed-width form every stored time uses."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+def now(offset_seconds: float = 0.0) -> str:
+    """Current UTC time (moved by ``offset_seconds``: negative is earlier) in the one
+    fixed-width form every stored time uses."""
+    when = datetime.now(timezone.utc) + timedelta(seconds=offset_seconds)
+    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ drain claims those tasks again: nothing is lost.
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta, timezone
 
 from marm.store.db import Store, now
 from marm.store.records import Task
@@ -31,11 +30,6 @@ def enqueue(store: Store, kind: str, target: object, content_hash: str | None = 
     )
 
 
-def _later(seconds: float) -> str:
-    when = datetime.now(timezone.utc) + timedelta(seconds=seconds)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def claim(store: Store, kind: str, limit: int, lease_seconds: float = 300) -> list[Task]:
     """Lease up to ``limit`` ready tasks of ``kind`` (pending, not leased or lease expired)."""
     token = os.urandom(8).hex()
@@ -47,7 +41,7 @@ def claim(store: Store, kind: str, limit: int, lease_seconds: float = 300) -> li
             (kind, now(), limit),
         ).fetchall()
         if rows:
-            until = _later(lease_seconds)
+            until = now(lease_seconds)
             conn.executemany(
                 "UPDATE outbox SET lease_token = ?, lease_until = ? WHERE id = ?",
                 [(token, until, r[0]) for r in rows],
