@@ -169,13 +169,19 @@ def remove_mcp(doc: Jsonc) -> None:
             doc.delete(("mcpServers",))
 
 
-def _json_edit(edit: Callable[[Jsonc], None]) -> Callable[[str | None], str | None]:
+def _json_edit(edit: Callable[[Jsonc], None], docs: dict[str, Jsonc]) -> Callable[[str | None], str | None]:
+    """The edit as ``text -> new text``. ``docs`` holds the documents earlier edits of
+    this run produced, by their text: a file that two edits change (Gemini keeps hooks
+    and MCP servers in one file) is read once."""
     def apply(text: str | None) -> str | None:
-        doc = Jsonc(text)
+        doc = (docs.pop(text, None) if text is not None else None) or Jsonc(text)
         edit(doc)
         if not doc.data and not doc.existed:
             return None
-        return doc.dumps() if doc.text != text else text
+        after = doc.dumps() if doc.text != text else text
+        if after is not None:
+            docs[after] = doc.reread(after)
+        return after
     return apply
 
 
@@ -275,21 +281,24 @@ Edit = Callable[[str | None], str | None]
 
 
 def edits(agent: str, scope: str, env: Mapping[str, str], root: Path, exe: str, mcp: bool,
-          skill_text: str | None, remove: bool) -> list[tuple[Path, str, Edit]]:
-    """``(file, what, text -> new text)`` for one agent; applied in order per file."""
+          skill_text: str | None, remove: bool, docs: dict[str, Jsonc] | None = None,
+          ) -> list[tuple[Path, str, Edit]]:
+    """``(file, what, text -> new text)`` for one agent; applied in order per file. The
+    JSON edits share ``docs`` (see ``_json_edit``)."""
     p = places(agent, scope, env, root)
+    docs = {} if docs is None else docs
     out: list[tuple[Path, str, Edit]] = []
     if remove:
-        out.append((p.hooks, "hooks", _json_edit(remove_hooks)))
+        out.append((p.hooks, "hooks", _json_edit(remove_hooks, docs)))
         out.append((p.mcp, "MCP server",
-                    _remove_toml if agent == "codex" else _json_edit(remove_mcp)))
+                    _remove_toml if agent == "codex" else _json_edit(remove_mcp, docs)))
         out.append((p.skill, "skill", lambda t: None if t == skill_text else t))
         return out
     out.append((p.hooks, f"hooks for {len(EVENTS)} events",
-                _json_edit(lambda d: add_hooks(d, agent, exe))))
+                _json_edit(lambda d: add_hooks(d, agent, exe), docs)))
     if mcp:
         out.append((p.mcp, "MCP server",
-                    _add_toml(exe) if agent == "codex" else _json_edit(lambda d: add_mcp(d, exe, agent))))
+                    _add_toml(exe) if agent == "codex" else _json_edit(lambda d: add_mcp(d, exe, agent), docs)))
     if skill_text is not None:
         out.append((p.skill, "skill", lambda t: skill_text))
     return out
@@ -304,18 +313,27 @@ def skill_source() -> Path:
     return Path(sys.prefix) / "share" / "marm" / "skills" / "marm" / "SKILL.md"
 
 
-def same(path: Path, a: str | None, b: str | None) -> bool:
-    """Whether two versions of a config file say the same (compared as data)."""
+def same(path: Path, a: str | None, b: str | None, docs: dict[str, Jsonc] | None = None) -> bool:
+    """Whether two versions of a config file say the same (compared as data). A JSON
+    text is read from ``docs`` when an edit left it there, and left there once read."""
     if a == b or (a or "").strip() == (b or "").strip():
         return True
     try:
         if path.suffix == ".toml":
             return load_toml(a) == load_toml(b)
         if path.suffix == ".json":
-            return load_json(a) == load_json(b)
+            return _json_data(a, docs) == _json_data(b, docs)
     except BadInput:
         pass
     return False
+
+
+def _json_data(text: str | None, docs: dict[str, Jsonc] | None) -> Any:
+    if text is None or docs is None:
+        return load_json(text)
+    if text not in docs:
+        docs[text] = Jsonc(text)
+    return docs[text].data
 
 
 def hand_files(exe: str = "marm") -> dict[str, str]:
@@ -360,6 +378,20 @@ def _read(path: Path) -> str | None:
         raise BadInput(f"cannot read {path}: {exc}") from None
 
 
+def _manifest(path: Path) -> dict[str, Any]:
+    """marm's own install manifest (plain JSON that marm wrote): ``{}`` when there is none."""
+    text = _read(path)
+    if text is None:
+        return {}
+    try:
+        manifest = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise BadInput(f"{path} is not valid JSON ({exc}); move it away to start afresh") from None
+    if not isinstance(manifest, dict):
+        raise BadInput(f"{path} does not hold a JSON object; move it away to start afresh")
+    return manifest
+
+
 def _write(path: Path, text: str | None) -> None:
     if text is None:
         path.unlink(missing_ok=True)
@@ -371,10 +403,10 @@ def _write(path: Path, text: str | None) -> None:
 
 
 def _unchanged_but_marm(path: Path, steps: list[tuple[str, str, Edit]], after: str | None,
-                        original: str | None) -> bool:
+                        original: str | None, docs: dict[str, Jsonc]) -> bool:
     """Whether the file, marm's part taken out, says what the original said with marm's
     part (if it had one) taken out: then the original comes back as it was."""
-    if same(path, after, original):
+    if same(path, after, original, docs):
         return True
     try:
         stripped = original
@@ -382,7 +414,7 @@ def _unchanged_but_marm(path: Path, steps: list[tuple[str, str, Edit]], after: s
             stripped = edit(stripped)
     except BadInput:
         return False
-    return same(path, after, stripped)
+    return same(path, after, stripped, docs)
 
 
 def _missing_dirs(path: Path) -> list[str]:
@@ -422,10 +454,11 @@ def apply(
         notes.append(f"skill not installed: {source} is not part of this installation")
     exe = executable()
     plan: dict[Path, list[tuple[str, str, Edit]]] = {}
+    docs: dict[str, Jsonc] = {}
     for agent in agents:
-        for path, what, edit in edits(agent, scope, env, root, exe, mcp, skill_text, uninstall):
+        for path, what, edit in edits(agent, scope, env, root, exe, mcp, skill_text, uninstall, docs):
             plan.setdefault(path, []).append((agent, what, edit))
-    manifest = load_json(_read(manifest_path)) if manifest_path.exists() else {}
+    manifest = _manifest(manifest_path)
     originals: dict[str, Any] = manifest.setdefault("originals", {})
     created: dict[str, list[str]] = manifest.setdefault("created_dirs", {})
     # Work out every file's new text first: a file marm cannot read changes nothing at all.
@@ -441,7 +474,7 @@ def apply(
         key = str(path)
         if uninstall and path.name == "SKILL.md" and key in originals and originals[key] is None:
             after = None  # marm put the skill there (an older copy of it, maybe)
-        if uninstall and key in originals and _unchanged_but_marm(path, steps, after, originals[key]):
+        if uninstall and key in originals and _unchanged_but_marm(path, steps, after, originals[key], docs):
             after = originals[key]  # nothing else changed: the original, byte for byte
         if before is None and after is None:
             continue  # never there, not there now: nothing to report

@@ -368,3 +368,44 @@ def test_doctor_checks_the_trust_step_init_prints(tmp_path):
         f.write(f'\n[hooks.state."{home}/.codex/hooks.json:session_start:0:0"]\ntrusted_hash = "sha256:x"\n')
     after = checks()
     assert after["gemini trust"]["ok"] is True and after["codex hook trust"]["ok"] is True
+
+
+def test_init_reads_each_settings_file_once(tmp_path, monkeypatch):
+    """A dozen edits to a settings file are spliced into the text read once (json-five
+    takes ~10 ms a parse of these small files, far more of a large one); a file two
+    agents' edits change (Gemini's hooks and MCP server) is read once for both."""
+    import marm.configfile
+
+    parsed: list[str] = []
+    real = marm.configfile.parse_source
+    monkeypatch.setattr(marm.configfile, "parse_source", lambda text: parsed.append(text) or real(text))
+    home, originals = user_home(tmp_path)
+    init(home, "--claude", "--codex", "--gemini", "--mcp")
+    json_files = sorted(text for path, text in originals.items() if path.suffix == ".json")
+    assert len(json_files) == 4 and sorted(parsed) == json_files
+    installed = {path: path.read_text() for path in originals}
+    parsed.clear()
+    again = init(home, "--claude", "--codex", "--gemini", "--mcp")
+    assert {c["action"] for c in again["changes"]} == {"unchanged"}
+    assert sorted(parsed) == sorted(text for path, text in installed.items() if path.suffix == ".json")
+
+
+def test_a_moved_marm_updates_its_handlers_in_place(tmp_path):
+    """Each handler marm finds under another command (an older install of marm, another
+    virtualenv) is rewritten where it is: one marm handler per event, the user's stay."""
+    home, _ = user_home(tmp_path)
+    init(home, "--claude", "--gemini")
+    settings = [home / ".claude/settings.json", home / ".gemini/settings.json"]
+    current = marm_commands(json.loads(settings[0].read_text()))["Stop"][0].split(" hook ")[0]
+    for path in settings:
+        path.write_text(path.read_text().replace(current, "/old/venv/bin/marm"))
+    moved = init(home, "--claude", "--gemini")
+    assert {Path(c["path"]).name: c["action"] for c in moved["changes"]
+            if c["path"].endswith(".json")} == {"settings.json": "updated"}
+    for path in settings:
+        data = json.loads(path.read_text())
+        commands = marm_commands(data)
+        assert commands and all(len(c) == 1 and c[0].startswith(current + " hook ") for c in commands.values())
+        assert "/old/venv" not in path.read_text()
+    claude = json.loads(settings[0].read_text())
+    assert claude["hooks"]["SessionStart"][0] == {"hooks": [{"type": "command", "command": "echo hello"}]}
