@@ -14,10 +14,19 @@ import json
 import posixpath
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 CONFIGS = ("tsconfig.json", "jsconfig.json")
-#: (pattern before its ``*``, whether it had one, target before its ``*``; root-relative)
-Alias = tuple[str, bool, str]
+
+
+class Alias(NamedTuple):
+    """One ``paths`` entry: the pattern before its ``*``, whether it had one, and the
+    target before its ``*`` (root-relative)."""
+
+    prefix: str
+    wildcard: bool
+    target: str
+
 
 _TRAILING_COMMA = re.compile(r",(\s*[}\]])")
 
@@ -38,10 +47,10 @@ def load(root: Path) -> tuple[Alias, ...]:
                 if not isinstance(targets, list) or not targets or not isinstance(targets[0], str):
                     continue
                 target = posixpath.normpath(posixpath.join(base, targets[0]))
-                out.append((pattern.split("*")[0], "*" in pattern, target.split("*")[0]))
+                out.append(Alias(pattern.split("*")[0], "*" in pattern, target.split("*")[0]))
         except (ValueError, AttributeError, TypeError):
             return ()
-        return tuple(sorted(out, key=lambda a: -len(a[0])))
+        return tuple(sorted(out, key=lambda a: -len(a.prefix)))
     return ()
 
 

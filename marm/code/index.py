@@ -28,15 +28,16 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from marm import scope
 from marm.code import aliases as import_aliases
 from marm.code import files as fs
+from marm.code.aliases import Alias
 from marm.code.extract import Facts, extract
 from marm.code.resolve import Resolver
 from marm.store import code_graph, code_repos, events, leases, now
-from marm.store.code_graph import CodeGraph
+from marm.store.code_graph import CodeGraph, FileStat, RefKey
 
 #: Below this many changed files, parsing stays in this process.
 PARALLEL_MIN_FILES = 300
@@ -73,24 +74,58 @@ class IndexReport:
     partial: list[dict[str, str]] = field(default_factory=list)
 
 
-def _parse(item: tuple[str, str, str, tuple]) -> tuple[str, Facts | str]:
+class Changed(NamedTuple):
+    """A file whose content changed (or is new): it is parsed."""
+
+    path: str
+    lang: str
+    size: int
+    mtime_ns: int
+    digest: str
+
+
+class Skipped(NamedTuple):
+    """A file that is not parsed, and why (its hash, when it was read)."""
+
+    path: str
+    lang: str
+    size: int
+    mtime_ns: int
+    digest: str | None
+    why: str
+
+
+class ParseJob(NamedTuple):
+    """What a (worker) process needs to parse one file."""
+
+    path: str
+    full_path: str
+    lang: str
+    aliases: tuple[Alias, ...]
+
+
+class Parsed(NamedTuple):
+    """A parse's result: the file's facts, or why it has none."""
+
+    path: str
+    facts: Facts | str
+
+
+def _parse(job: ParseJob) -> Parsed:
     """Read and parse one file. The file is read again here (the first read, to hash it,
     kept nothing), so a large index never holds every changed file in memory."""
-    path, full_path, lang, aliases = item
     try:
-        with open(full_path, "rb") as fh:
+        with open(job.full_path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
-        return path, f"unreadable: {exc.strerror}"
+        return Parsed(job.path, f"unreadable: {exc.strerror}")
     try:
-        return path, extract(path, data, lang, aliases)
+        return Parsed(job.path, extract(job.path, data, job.lang, job.aliases))
     except Exception as exc:  # noqa: BLE001 - one bad file never stops the index
-        return path, f"parser failed: {type(exc).__name__}: {exc}"
+        return Parsed(job.path, f"parser failed: {type(exc).__name__}: {exc}")
 
 
-def _parse_all(
-    items: list[tuple[str, str, str, tuple]], workers: int, bar: Any
-) -> list[tuple[str, Facts | str]]:
+def _parse_all(items: list[ParseJob], workers: int, bar: Any) -> list[Parsed]:
     if workers <= 1 or len(items) < PARALLEL_MIN_FILES:
         out = []
         for item in items:
@@ -159,9 +194,9 @@ def _index_tree(
         known = graph.file_states(tree.id)
         full = full or not known
         report.full = full
-        todo: list[tuple[str, str, int, int, str]] = []  # path, lang, size, mtime, hash
-        touched = []
-        skipped: list[tuple[str, str, os.stat_result, str | None, str]] = []  # path, lang, stat, hash, why
+        todo: list[Changed] = []
+        touched: list[FileStat] = []
+        skipped: list[Skipped] = []
         base = str(root) + os.sep
         present = set()
         for path, lang in listed:
@@ -177,36 +212,30 @@ def _index_tree(
                 report.unchanged += 1
                 continue
             if st.st_size > fs.MAX_BYTES:
-                skipped.append(
-                    (
-                        path,
-                        lang,
-                        st,
-                        None,
-                        f"larger than {fs.MAX_BYTES // 1_000_000} MB (generated?)",
-                    )
-                )
+                skipped.append(Skipped(path, lang, st.st_size, st.st_mtime_ns, None,
+                                       f"larger than {fs.MAX_BYTES // 1_000_000} MB (generated?)"))
                 continue
             try:
                 with open(base + path, "rb") as fh:
                     data = fh.read()
             except OSError as exc:
-                skipped.append((path, lang, st, None, f"unreadable: {exc.strerror}"))
+                skipped.append(Skipped(path, lang, st.st_size, st.st_mtime_ns, None,
+                                       f"unreadable: {exc.strerror}"))
                 continue
             digest = fs.digest(data)
             if old is not None and old.hash == digest:
-                touched.append((st.st_size, st.st_mtime_ns, old.id))
+                touched.append(FileStat(st.st_size, st.st_mtime_ns, old.id))
                 report.unchanged += 1
                 continue
             why = fs.problem(data)
             if why is not None:
-                skipped.append((path, lang, st, digest, why))
+                skipped.append(Skipped(path, lang, st.st_size, st.st_mtime_ns, digest, why))
                 continue
-            todo.append((path, lang, st.st_size, st.st_mtime_ns, digest))
+            todo.append(Changed(path, lang, st.st_size, st.st_mtime_ns, digest))
         graph.touch_files(touched)
         gone = [p for p in known if p not in present]
         replaced = [
-            known[p].id for p in [t[0] for t in todo] + [s[0] for s in skipped] + gone if p in known
+            known[p].id for p in [t.path for t in todo] + [s.path for s in skipped] + gone if p in known
         ]
         report.deleted = len([p for p in gone if p in known])
         if replaced or todo or skipped:
@@ -230,9 +259,9 @@ def _update(
     graph: CodeGraph,
     tree_id: int,
     root: Path,
-    aliases: tuple,
-    todo: list,
-    skipped: list,
+    aliases: tuple[Alias, ...],
+    todo: list[Changed],
+    skipped: list[Skipped],
     replaced: list[int],
     full: bool,
     workers: int,
@@ -243,9 +272,9 @@ def _update(
         old = graph.shape(replaced)
         into = graph.refs_into(replaced)
     removed = graph.delete_files(replaced)
-    for path, lang, st, digest, note in skipped:
-        graph.add_skipped(tree_id, path, lang, st.st_size, st.st_mtime_ns, digest, note)
-    meta = {t[0]: t for t in todo}
+    for s in skipped:
+        graph.add_skipped(tree_id, s.path, s.lang, s.size, s.mtime_ns, s.digest, s.why)
+    meta = {t.path: t for t in todo}
     report.workers = workers if len(todo) >= PARALLEL_MIN_FILES else 1
     new_ids = []
     bulk = full and len(todo) >= BULK_MIN_FILES
@@ -254,13 +283,13 @@ def _update(
     writer = graph.writer(tree_id, keep=full)
     written: list[code_graph.RefRow] = []
     with _bar(progress, len(todo), "parsing") as bar:
-        items = [(t[0], os.path.join(root, t[0]), t[1], aliases) for t in todo]
+        items = [ParseJob(t.path, os.path.join(root, t.path), t.lang, aliases) for t in todo]
         for path, facts in _parse_all(items, workers, bar):
-            _, lang, size, mtime_ns, digest = meta[path]
+            t = meta[path]
             if isinstance(facts, str):
-                graph.add_skipped(tree_id, path, lang, size, mtime_ns, digest, facts)
+                graph.add_skipped(tree_id, path, t.lang, t.size, t.mtime_ns, t.digest, facts)
                 continue
-            new_ids.append(writer.add(path, lang, size, mtime_ns, digest, facts))
+            new_ids.append(writer.add(path, t.lang, t.size, t.mtime_ns, t.digest, facts))
             report.parsed += 1
             report.lines_parsed += facts.lines
             if len(writer.refs) >= FLUSH_REFS:  # write while the workers keep parsing
@@ -284,7 +313,7 @@ def _update(
             refs = graph.all_refs(tree_id)
             full = True
         else:
-            removed += graph.delete_edges_of_refs([(r.file_id, r.id) for r in refs])
+            removed += graph.delete_edges_of_refs([RefKey(r.file_id, r.id) for r in refs])
     if writer.kept is not None:
         resolver = Resolver(graph, tree_id, written=writer.kept)
     else:

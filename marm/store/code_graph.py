@@ -269,6 +269,21 @@ class NewEdge(NamedTuple):
     line: int
 
 
+class FileStat(NamedTuple):
+    """A file's new (size, mtime) when its content did not change."""
+
+    size: int
+    mtime_ns: int
+    id: int
+
+
+class RefKey(NamedTuple):
+    """A ref as edges are indexed on it: its file, its id."""
+
+    file_id: int
+    ref_id: int
+
+
 class EdgeWeight(NamedTuple):
     """An edge as the ranking reads it."""
 
@@ -755,7 +770,7 @@ class CodeGraph:
                 out[path] = FileFacts(row[1], int(row[2]), tuple(names))
         return out
 
-    def touch_files(self, rows: Iterable[tuple[int, int, int]]) -> None:
+    def touch_files(self, rows: Iterable[FileStat]) -> None:
         """Store a new (size, mtime) for files whose content did not change."""
         self.conn.executemany("UPDATE code_files SET size = ?, mtime_ns = ? WHERE id = ?", rows)
 
@@ -1023,9 +1038,9 @@ class CodeGraph:
             ).fetchall()
         )
 
-    def delete_edges_of_refs(self, refs: Iterable[tuple[int, int]]) -> int:
-        """Delete the edges of ``refs``, (ref id, its file) pairs. Edges are indexed on
-        (file, ref): deleting a file's edges (``delete_files``) uses the same index."""
+    def delete_edges_of_refs(self, refs: Iterable[RefKey]) -> int:
+        """Delete the edges of ``refs``. Edges are indexed on (file, ref): deleting a
+        file's edges (``delete_files``) uses the same index."""
         self.conn.execute(
             "CREATE TEMP TABLE IF NOT EXISTS tmp_refs (file_id INTEGER, ref_id INTEGER,"
             " PRIMARY KEY (file_id, ref_id))"
