@@ -85,6 +85,8 @@ SETTINGS: dict[str, Setting] = {
         Setting("recall.episode_half_life_days", "180", "an episode's recall score halves over this "
                 "many days of age (highlights and hand-written memories do not age)",
                 "MARM_EPISODE_HALF_LIFE_DAYS"),
+        Setting("sync.batch", "2000", "events `marm sync` sends or fetches per request to a remote "
+                "(smaller on a slow link; a killed sync redoes at most one)", "MARM_SYNC_BATCH"),
         Setting("session", "default", "the session new memories are tagged with", "MARM_SESSION"),
     )
 }
@@ -94,7 +96,8 @@ MAX_CONTENT_CHARS = 100_000
 
 
 #: Settings that only make sense for the whole machine: never per project or per file.
-GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session", "recall.episode_half_life_days"})
+GLOBAL_ONLY = frozenset({"mode", "embed.model", "embed.download", "session", "recall.episode_half_life_days",
+                         "sync.batch"})
 #: The file a repository carries at its root to opt out or in.
 PROJECT_FILE = ".marm.toml"
 

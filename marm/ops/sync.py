@@ -34,6 +34,15 @@ def _engine():  # noqa: ANN202 - the module itself
     return engine
 
 
+def _batch(ctx: Ctx) -> int:
+    """The ``sync.batch`` setting as a count; an environment value that is not one is
+    refused with the setting's name rather than a traceback."""
+    raw = ctx.setting("sync.batch")
+    if not (raw.isdigit() and int(raw) >= 1):
+        raise BadInput(f"sync.batch must be a positive number of events, not {raw!r}")
+    return int(raw)
+
+
 @op("remote", "add")
 def remote_add(
     ctx: Ctx,
@@ -204,9 +213,10 @@ def sync(
         start_detached(ctx, name)
         return SyncResult([], detached=True)
     engine = _engine()
+    batch = _batch(ctx)
     out = []
     for n in names:
-        report = engine.sync(store, n)
+        report = engine.sync(store, n, batch=batch)
         out.append({"remote": report.remote, "pushed": report.pushed, "new_on_remote": report.new_on_remote,
                     "pulled": report.pulled, "applied": report.applied, "seconds": round(report.seconds, 4)})
     return SyncResult(out)

@@ -344,6 +344,8 @@ def config_set(
         raise BadInput(f"{key} takes one of {', '.join(spec.choices)}, not {value!r}")
     if key == "inject.max_chars" and not (value.isdigit() and 200 <= int(value) <= 8000):
         raise BadInput("inject.max_chars takes a number from 200 to 8000")
+    if key == "sync.batch" and not (value.isdigit() and 1 <= int(value) <= 100_000):
+        raise BadInput("sync.batch takes a number from 1 to 100000")
     _save(ctx, where, key, value)
     return Done(True, f"{key} = {value}{scope_text}", {key: value})
 

@@ -23,8 +23,8 @@ from marm.store.db import Store
 from marm.sync.apply import Applier
 from marm.sync.protocol import Transport, check_url, wire_events
 
-PUSH_BATCH = 5000
-PULL_BATCH = 2000
+#: Events per request when the caller does not say (the ``sync.batch`` setting's default).
+BATCH = 2000
 LOCK_WAIT_S = 120
 
 
@@ -51,7 +51,9 @@ class SyncReport:
     seconds: float = 0.0
 
 
-def sync(store: Store, name: str, transport: Transport | None = None) -> SyncReport:
+def sync(store: Store, name: str, transport: Transport | None = None, batch: int = BATCH) -> SyncReport:
+    """Push this store's shared events to remote ``name``, then pull the others', ``batch``
+    events per request, each batch committed before the next is asked for."""
     remote = sync_state.remote(store, name)
     if remote is None:
         raise NotFound(f"no remote named {name!r}; `marm remote add {name} URL` first")
@@ -64,8 +66,8 @@ def sync(store: Store, name: str, transport: Transport | None = None) -> SyncRep
     own_transport = transport is None
     transport = transport or open_transport(remote.url)
     try:
-        pushed, new = push(store, name, transport)
-        pulled, applied = pull(store, name, transport)
+        pushed, new = push(store, name, transport, batch)
+        pulled, applied = pull(store, name, transport, batch)
         with store.write():
             sync_state.record_sync(store, name, pushed, new, pulled)
     finally:
@@ -75,7 +77,7 @@ def sync(store: Store, name: str, transport: Transport | None = None) -> SyncRep
     return SyncReport(name, pushed, new, pulled, applied, time.perf_counter() - start)
 
 
-def push(store: Store, name: str, transport: Transport) -> tuple[int, int]:
+def push(store: Store, name: str, transport: Transport, batch: int = BATCH) -> tuple[int, int]:
     remote = sync_state.remote(store, name)
     assert remote is not None
     shared = sync_state.shares(store)
@@ -84,7 +86,7 @@ def push(store: Store, name: str, transport: Transport) -> tuple[int, int]:
     upto = sync_state.last_event_id(store)
     after, sent, new = remote.pushed_upto, 0, 0
     while True:
-        local = sync_state.pushable(store, after, upto, list(shared), PUSH_BATCH)
+        local = sync_state.pushable(store, after, upto, list(shared), batch)
         if not local:
             break
         new += transport.push(wire_events(store, local, shared))
@@ -97,7 +99,7 @@ def push(store: Store, name: str, transport: Transport) -> tuple[int, int]:
     return sent, new
 
 
-def pull(store: Store, name: str, transport: Transport) -> tuple[int, dict[str, int]]:
+def pull(store: Store, name: str, transport: Transport, batch: int = BATCH) -> tuple[int, dict[str, int]]:
     shared = sync_state.shares(store)
     by_name = {n: p for p, n in shared.items()}
     own = sync_state.origin(store)
@@ -108,13 +110,13 @@ def pull(store: Store, name: str, transport: Transport) -> tuple[int, dict[str, 
     while True:
         remote = sync_state.remote(store, name)
         assert remote is not None
-        events, cursor = transport.pull(remote.pull_cursor, own, PULL_BATCH)
-        for start in range(0, max(len(events), 1), PULL_BATCH):
-            part = events[start:start + PULL_BATCH]
+        events, cursor = transport.pull(remote.pull_cursor, own, batch)
+        for start in range(0, max(len(events), 1), batch):
+            part = events[start:start + batch]
             applier = Applier(store, by_name)
             with store.write():
                 applier.apply(part)
-                if start + PULL_BATCH >= len(events):
+                if start + batch >= len(events):
                     sync_state.mark_pulled(store, name, cursor)
             counts.update(applier.counts)
             erased = erased or applier.erased

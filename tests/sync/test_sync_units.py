@@ -85,3 +85,32 @@ def test_remote_urls_without_a_password_only():
     for bad in ("postgresql://u:pw@h/db", "postgresql://u@h/db?password=pw", "dir:", "mysql://u@h/db"):
         with pytest.raises(BadInput):
             engine.check_url(bad)
+
+
+def test_sync_batch_sets_the_events_per_request_each_way(ctx, tmp_path):
+    import pytest
+
+    from marm.errors import BadInput
+    from marm.ops import system as system_ops
+
+    ctx.env = {**ctx.env, "MARM_PROJECT": "p1"}
+    sync_ops.share(ctx, name="shared-p1")
+    sync_ops.remote_add(ctx, "team", f"dir:{tmp_path / 'remote'}")
+    for k in range(7):
+        write_memory(ctx, f"NOTE: batched fact {k}")
+    requests: list[tuple[str, int]] = []
+
+    class Counting(DirTransport):
+        def push(self, events):
+            requests.append(("push", len(events)))
+            return super().push(events)
+
+    system_ops.config_set(ctx, "sync.batch", "3")
+    report = engine.sync(ctx.store(), "team", Counting(str(tmp_path / "remote")), batch=sync_ops._batch(ctx))
+    assert report.pushed == 7 and requests == [("push", 3), ("push", 3), ("push", 1)]
+    with pytest.raises(BadInput):
+        system_ops.config_set(ctx, "sync.batch", "0")
+    system_ops.config_set(ctx, "sync.batch", "default")
+    ctx.env = {**ctx.env, "MARM_SYNC_BATCH": "lots"}
+    with pytest.raises(BadInput, match="sync.batch"):
+        sync_ops.sync(ctx)
