@@ -128,7 +128,7 @@ def test_a_batch_processed_but_never_completed_is_redone_without_doubling(ctx):
 
 
 def test_a_drain_killed_mid_batch_resumes_without_loss_or_doubling(ctx, tmp_path):
-    ids = [write_memory(ctx, t).id for t in _notes(600)]
+    ids = [write_memory(ctx, t).id for t in _notes(5 * 64)]  # five of the drain's batches
     ctx.close()
     derived = config.derived_path(ctx.home)
     proc = subprocess.Popen(
