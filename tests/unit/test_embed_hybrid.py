@@ -6,7 +6,7 @@ from marm import drain, recall
 from marm.errors import Unavailable
 from marm.ops.memory import memory_filter, write_memory
 from marm.recall import dates, hybrid
-from marm.store import memories, recall_reads
+from marm.store import memories, recall_reads, vectors
 from tests.embed_fake import use_fake
 
 
@@ -88,9 +88,11 @@ def test_a_recall_that_loaded_the_model_embeds_a_bounded_batch(ctx, monkeypatch)
     store = ctx.store()
     from marm.store import outbox
 
-    recall.run(store, "flaky tests", _filter(ctx), 5, "hybrid")
+    out = recall.run(store, "flaky tests", _filter(ctx), 5, "hybrid")
     assert outbox.pending(store, "embed") == 5
-    assert fake.calls >= 2  # the batch and the query
+    assert [(m, n) for m, _dim, _v, n in vectors.by_model(store)] == [(fake.model, recall.EMBED_ON_RECALL)]
+    assert fake.calls == 1  # the batch rode along with the query: one model call
+    assert out.hits and all(h.meaning is not None for h in out.hits)
 
 
 def test_routing_exact_for_syntax_and_lexical_only_without_a_model(ctx, monkeypatch):
