@@ -126,6 +126,7 @@ class QueryBatch:
     def __init__(self) -> None:
         self._tasks: list[Task] = []
         self._memories: list[Memory] = []
+        self._gone: set[int] = set()  # tasks whose memory no longer exists: done as they are
         self._lease: ExitStack | None = None
         self._waiting: list[tuple[int, str]] = []
         self._plan: list[tuple[Memory, list[vectors.Chunk], Any]] | None = None
@@ -146,9 +147,10 @@ class QueryBatch:
             found = memory_store.get_many(store, (int(t.target) for t in self._tasks if t.target.isdigit()))
             self._memories = [found[int(t.target)] for t in self._tasks
                               if t.target.isdigit() and int(t.target) in found]
+            self._gone = {t.id for t in self._tasks if not t.target.isdigit() or int(t.target) not in found}
         except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
             _batch_failed(exc)
-            self._memories = []
+            self._memories, self._gone = [], set()
 
     def see(self, waiting: list[tuple[int, str]]) -> None:
         """The newest memories in scope still waiting for their vectors: (id, content)."""
@@ -185,20 +187,28 @@ class QueryBatch:
         return matrix[0], (np.asarray(ids, dtype=np.int64), np.asarray(rows, dtype=np.float32))
 
     def finish(self, store: Store, home: Path) -> None:
-        """Store the claimed memories' vectors if they were embedded, else release their
-        tasks for a drain; then give the lease back."""
+        """Store the claimed memories' vectors if they were embedded and complete their
+        tasks (and those whose memory is gone); release any other task for a drain; then
+        give the lease back."""
         if self._lease is None:
             return
         try:
-            if self._plan is not None and self._model is not None:
-                with store.write():  # every claimed memory is in the plan; one that is gone is done
-                    retired = vectors.write(store, home, self._model, [
-                        vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in self._plan])
-                    vectors.record_batch(store, self._model, [m.id for m, _, _ in self._plan])
-                    outbox.complete(store, self._tasks)
+            plan = self._plan or []
+            embedded = {m.id for m, _, _ in plan}
+            done = [t for t in self._tasks if t.id in self._gone or (t.target.isdigit() and int(t.target) in embedded)]
+            rest = [t for t in self._tasks if t not in done]
+            retired = None
+            if done:
+                with store.write():
+                    if plan and self._model is not None:
+                        retired = vectors.write(store, home, self._model, [
+                            vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
+                        vectors.record_batch(store, self._model, sorted(embedded))
+                    outbox.complete(store, done)
+            if retired is not None:
                 vectors.retire(home, retired)
-            elif self._tasks:
-                outbox.release(store, self._tasks)
+            if rest:
+                outbox.release(store, rest)
         except Exception as exc:  # noqa: BLE001 - as above: the recall has its answer
             _batch_failed(exc)
         finally:
