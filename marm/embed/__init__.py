@@ -141,7 +141,7 @@ class Encoder:
         self.model = model
         self._engine = engine
         self._np = np
-        self._tokenizer: Any = None  # built on the first ``spans`` (~45 ms a query process never needs)
+        self._tokenizer: Any = None  # built for the first text longer than the model's window
         known = getattr(engine, "dim", None)  # else one probe (a query's worth of time)
         self.dim = int(known) if known else int(self.embed(["dimension probe"]).shape[1])
 
@@ -166,10 +166,7 @@ class Encoder:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """Character spans of overlapping token windows covering ``text`` (one if it fits)."""
-        if self._tokenizer is None:
-            self._tokenizer = _plain_tokenizer(self._engine)
-        offsets = [o for o in self._tokenizer.encode(text, add_special_tokens=False).offsets
-                   if o[1] > o[0]]
+        offsets = self._offsets(text)
         if len(offsets) <= WINDOW_TOKENS:
             return [(0, len(text))]
         out: list[tuple[int, int]] = []
@@ -184,11 +181,31 @@ class Encoder:
             start += step
 
 
+    def _offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character offsets of ``text``'s tokens (specials left out). The model's own
+        tokenizer answers when the text fits the model's window, as nearly every memory
+        does: it truncates, so only longer text needs a tokenizer without truncation,
+        built on first use (~45 ms that a process embedding short memories never pays)."""
+        inner = _inner_tokenizer(self._engine)
+        if inner is not None:
+            encoded = inner.encode(text)
+            if not encoded.overflowing:
+                return [o for o in encoded.offsets if o[1] > o[0]]
+        if self._tokenizer is None:
+            self._tokenizer = _plain_tokenizer(self._engine)
+        return [o for o in self._tokenizer.encode(text, add_special_tokens=False).offsets if o[1] > o[0]]
+
+
+def _inner_tokenizer(engine: Any) -> Any:
+    """The engine's tokenizer (ours, or the one inside a fastembed model), if it has one."""
+    return getattr(engine, "tokenizer", None) or getattr(getattr(engine, "model", None), "tokenizer", None)
+
+
 def _plain_tokenizer(engine: Any) -> Any:
     """The model's tokenizer without truncation or padding (for counting tokens)."""
     from tokenizers import Tokenizer
 
-    inner = getattr(engine, "tokenizer", None) or getattr(getattr(engine, "model", None), "tokenizer", None)
+    inner = _inner_tokenizer(engine)
     if inner is None:
         raise Unavailable("the embedding model exposes no tokenizer")
     tok = Tokenizer.from_str(inner.to_str())

@@ -18,13 +18,14 @@ a few milliseconds at any store size.
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from marm import embed
 from marm.context import Ctx
 from marm.drain import Handler
-from marm.errors import Busy
+from marm.errors import Busy, Unavailable
 from marm.store import Store, flags, leases, outbox, vectors
 from marm.store import memories as memory_store
 from marm.store.records import Memory, Task
@@ -99,44 +100,126 @@ def _process(ctx: Ctx, tasks: list[Task]) -> dict[int, str]:
     return embed_tasks(store, ctx.home, encoder_for(store, ctx.home, dict(ctx.env)), tasks)
 
 
-def embed_pending(store: Store, home: Path, encoder: embed.Embedder, limit: int) -> int:
-    """Embed up to ``limit`` pending tasks now, if no drain holds the lease; return how many.
+class QueryBatch:
+    """What a hybrid recall embeds in the same model call as its query.
 
-    For a process that has loaded the encoder anyway (a hybrid recall): it helps the
-    backlog along without ever waiting for a running drain.
+    A model call has a fixed cost besides its texts' (in a process that embeds one
+    query the int8 weights are dequantised on every call: ~45 ms here, against ~10 ms
+    for one more short text), so the memories a recall embeds ride along with its query
+    instead of taking calls of their own:
+
+    - ``claim``, before the search: up to ``limit`` pending embed tasks, under the drain
+      lease (none while a drain holds it). Every token window of each is embedded, and
+      the vectors are stored once the recall has its answer (``finish``), exactly as the
+      drain stores them: a recall helps the backlog along without ever waiting for a drain.
+    - ``see``, from the search: the newest memories in scope still waiting for their
+      vectors (the recall read model lists them). These are scored for this query: the
+      ones claimed here by all their windows, the others (a drain has their tasks) by
+      their first window, kept in memory only. A memory written a moment ago never
+      competes without its meaning.
+
+    ``embed_with`` runs on the search's worker thread (it waits for the model); ``claim``
+    and ``finish`` on the caller's, which owns the store's connection. Helping the
+    backlog never fails a recall: a batch that fails is logged and its tasks released.
     """
-    if not outbox.pending(store, "embed"):
-        return 0
-    encoder = embed.ready(encoder)  # a model that cannot load fails no task
-    try:
-        with leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"):
+
+    def __init__(self) -> None:
+        self._tasks: list[Task] = []
+        self._memories: list[Memory] = []
+        self._gone: set[int] = set()  # tasks whose memory no longer exists: done as they are
+        self._lease: ExitStack | None = None
+        self._waiting: list[tuple[int, str]] = []
+        self._plan: list[tuple[Memory, list[vectors.Chunk], Any]] | None = None
+        self._model: str | None = None
+
+    def claim(self, store: Store, home: Path, limit: int) -> None:
+        try:
+            if not outbox.pending(store, "embed"):
+                return
+            lease = ExitStack()
+            try:
+                lease.enter_context(leases.hold(store, home, "drain", holder=f"marm recall (pid {os.getpid()})"))
+            except Busy:
+                return
+            self._lease = lease
             outbox.release_orphans(store, ["embed"])
-            tasks = outbox.claim(store, "embed", limit)
-            if not tasks:
-                return 0
-            errors = embed_tasks(store, home, encoder, tasks)
-            with store.write():
-                outbox.complete(store, [t for t in tasks if t.id not in errors])
-            for t in tasks:
-                if t.id in errors:
-                    outbox.fail(store, t, errors[t.id])
-            return len(tasks) - len(errors)
-    except Busy:
-        return 0
+            self._tasks = outbox.claim(store, "embed", limit)
+            found = memory_store.get_many(store, (int(t.target) for t in self._tasks if t.target.isdigit()))
+            self._memories = [found[int(t.target)] for t in self._tasks
+                              if t.target.isdigit() and int(t.target) in found]
+            self._gone = {t.id for t in self._tasks if not t.target.isdigit() or int(t.target) not in found}
+        except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
+            _batch_failed(exc)
+            self._memories, self._gone = [], set()
+
+    def see(self, waiting: list[tuple[int, str]]) -> None:
+        """The newest memories in scope still waiting for their vectors: (id, content)."""
+        self._waiting = waiting
+
+    def embed_with(self, encoder: embed.Embedder, query: str) -> tuple[Any, tuple[Any, Any] | None]:
+        """The query's vector, and (memory ids, vectors) of the waiting memories to score
+        with it, from one model call."""
+        import numpy as np
+
+        try:
+            claimed = {m.id: (m, encoder.spans(m.content)) for m in self._memories}
+            heads = [(mid, content[slice(*encoder.spans(content)[0])])
+                     for mid, content in self._waiting if mid not in claimed]
+            texts = [m.content[s:e] for m, spans in claimed.values() for s, e in spans]
+            matrix = encoder.embed([query, *texts, *(text for _, text in heads)])
+        except Unavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as above
+            _batch_failed(exc)
+            self._memories = []
+            return encoder.embed([query])[0], None
+        plan, at = [], 1
+        for m, spans in claimed.values():
+            plan.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(spans)], matrix[at : at + len(spans)]))
+            at += len(spans)
+        self._plan, self._model = plan, encoder.model
+        scored = {mid for mid, _ in self._waiting}
+        ids = [m.id for m, chunks, _ in plan if m.id in scored for _ in chunks] + [mid for mid, _ in heads]
+        rows = [v for m, _, matrix_ in plan if m.id in scored for v in matrix_]
+        rows.extend(matrix[at:])
+        if not ids:
+            return matrix[0], None
+        return matrix[0], (np.asarray(ids, dtype=np.int64), np.asarray(rows, dtype=np.float32))
+
+    def finish(self, store: Store, home: Path) -> None:
+        """Store the claimed memories' vectors if they were embedded and complete their
+        tasks (and those whose memory is gone); release any other task for a drain; then
+        give the lease back."""
+        if self._lease is None:
+            return
+        try:
+            plan = self._plan or []
+            embedded = {m.id for m, _, _ in plan}
+            done = [t for t in self._tasks if t.id in self._gone or (t.target.isdigit() and int(t.target) in embedded)]
+            rest = [t for t in self._tasks if t not in done]
+            retired = None
+            if done:
+                with store.write():
+                    if plan and self._model is not None:
+                        retired = vectors.write(store, home, self._model, [
+                            vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
+                        vectors.record_batch(store, self._model, sorted(embedded))
+                    outbox.complete(store, done)
+            if retired is not None:
+                vectors.retire(home, retired)
+            if rest:
+                outbox.release(store, rest)
+        except Exception as exc:  # noqa: BLE001 - as above: the recall has its answer
+            _batch_failed(exc)
+        finally:
+            self._lease.close()
+            self._lease = None
 
 
-def unstored(encoder: embed.Embedder, waiting: list[tuple[int, str]]) -> tuple[Any, Any] | None:
-    """(ids, vectors) of ``waiting`` (id, content): the newest memories in scope still
-    waiting for their vectors, as the recall read model listed them, embedded now and
-    kept in memory only: a recall scores a memory written a moment ago by its meaning
-    too, even while a drain holds the lease or has claimed its task. Bounded: each by
-    its first token window."""
-    import numpy as np
+def _batch_failed(exc: Exception) -> None:
+    import logging
 
-    if not waiting:
-        return None
-    texts = [content[slice(*encoder.spans(content)[0])] for _, content in waiting]
-    return np.asarray([mid for mid, _ in waiting], dtype=np.int64), encoder.embed(texts)
+    logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
 
 
 HANDLER = Handler("embed", BATCH, _process)

@@ -12,10 +12,11 @@
 ``run`` picks the lane for a mode and returns the hits with the mode it used. When the
 model cannot be loaded, the meaning lanes answer from words with mode
 ``lexical_only`` and a note saying why; a recall never fails for want of a model.
-A process that loaded the model first embeds a small batch of pending memories
-(unless a drain is running), so the backlog shrinks as people use recall; the newest
-memories still waiting after that (a running drain holds them) are embedded for the
-query alone, so a memory written a moment ago never competes without its meaning.
+A recall by meaning also embeds a small batch of pending memories (unless a drain is
+running) and stores their vectors, so the backlog shrinks as people use recall, and the
+newest memories still waiting in scope (a running drain holds them) for the query
+alone, so a memory written a moment ago never competes without its meaning; all of it
+in the query's own model call (``marm.embed.drain.QueryBatch``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from marm import config
 from marm.errors import BadInput, Unavailable
@@ -72,45 +72,28 @@ def meaning(store: Store, query: str, flt: Filter, limit: int, semantic_only: bo
     """The hybrid (or semantic) lane; words only, marked ``lexical_only``, without a model.
     The memories holding every literal ``pieces`` of the query rank first (``shape.holding``)."""
     # start-up cost: the lexical and exact lanes load neither the encoder nor numpy
-    from marm.embed.drain import embed_pending, encoder_soon, unstored
+    from marm.embed.drain import QueryBatch, encoder_soon
     from marm.recall import hybrid
 
     home = store.path.parent
     saved = flags.all_saved(store)  # read once: the encoder's settings and the episodes' half-life
+    batch = QueryBatch() if embed_backlog else None
     try:
         # The model may still be loading on a thread: the word side of the search reads
-        # the store meanwhile, and the query's embedding (on hybrid's worker) waits for it.
+        # the store meanwhile, and the query's embedding (on hybrid's worker) waits for it,
+        # with the pending memories claimed here and the newest still waiting in scope.
         encoder = encoder_soon(store, home, saved=saved)
-        fresh = None
-        if embed_backlog:
-            try:
-                embed_pending(store, home, encoder, EMBED_ON_RECALL)
-            except Unavailable:
-                raise
-            except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
-                _backlog_failed(exc)
-
-            def fresh(waiting: list[tuple[int, str]]) -> tuple[Any, Any] | None:
-                try:
-                    return unstored(encoder, waiting)
-                except Unavailable:
-                    raise
-                except Exception as exc:  # noqa: BLE001 - as above
-                    _backlog_failed(exc)
-                    return None
-
+        if batch is not None:
+            batch.claim(store, home, EMBED_ON_RECALL)
         hits = hybrid.search(store, home, encoder, query, flt, limit, semantic_only=semantic_only, pieces=pieces,
-                             episode_half_life_days=_half_life(saved), fresh=fresh)
+                             episode_half_life_days=_half_life(saved), fresh=batch)
     except Unavailable as exc:
         return Outcome("lexical_only", words(store, query, flt, limit, retrieval_mode="lexical_only", pieces=pieces),
                        note=f"answered from words only: {exc.message}")
+    finally:
+        if batch is not None:
+            batch.finish(store, home)
     return Outcome("semantic" if semantic_only else "hybrid", hits)
-
-
-def _backlog_failed(exc: Exception) -> None:
-    import logging
-
-    logging.getLogger("marm.recall").warning("embedding pending memories during recall failed: %s", exc)
 
 
 def exact(store: Store, text: str, flt: Filter, limit: int) -> Outcome:

@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -70,6 +70,7 @@ if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query 
     from numpy.typing import NDArray
 
     from marm.embed import Embedder
+    from marm.embed.drain import QueryBatch
 
     #: One matrix part: memory ids and, per row, a vector (or a cosine).
     Part = tuple[NDArray[np.int64], NDArray[np.float32]]
@@ -258,18 +259,22 @@ class Meaning:
     """
 
     def __init__(self, home: Path, encoder: Embedder, query: str, facts: recall_reads.Facts,
-                 fresh: Sequence[Part] = ()) -> None:
+                 fresh: QueryBatch | None = None) -> None:
         import numpy as np
 
         self.np = np
-        parts = [*(p for p in vectors.read(home, facts.files) if len(p[0])), *fresh]
+        parts = [p for p in vectors.read(home, facts.files) if len(p[0])]
         allowed = np.asarray(facts.allowed, dtype=np.int64) if facts.allowed is not None else None
-        self._scores = _worker().submit(self._score, encoder, query, parts, allowed)
+        self._scores = _worker().submit(self._score, encoder, query, parts, allowed, fresh)
 
     def _score(self, encoder: Embedder, query: str, parts: list[Part],
-               allowed: NDArray[np.int64] | None) -> list[Part]:
+               allowed: NDArray[np.int64] | None, fresh: QueryBatch | None) -> list[Part]:
         np = self.np
-        q = encoder.embed([query])[0]
+        if fresh is None:
+            q = encoder.embed([query])[0]
+        else:  # the memories waiting for their vectors are embedded in the query's model call
+            q, new = fresh.embed_with(encoder, query)
+            parts = parts if new is None else [*parts, new]
         # ``vecdot``, not ``matrix @ q``: BLAS runs a matrix-vector product on every core,
         # and on a busy machine its threads wait for each other (100k vectors: 16 ms
         # against 11 ms on one core) and then spin, taking CPU from the rest of the query.
@@ -318,12 +323,13 @@ def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
            semantic_only: bool = False, weights: Weights | None = None,
            pieces: Sequence[str] = (),
            episode_half_life_days: float = aging.EPISODE_HALF_LIFE_DAYS,
-           fresh: Callable[[list[tuple[int, str]]], Part | None] | None = None) -> list[Hit]:
+           fresh: QueryBatch | None = None) -> list[Hit]:
     """Rank memories for ``query`` by the fused score (or by meaning alone), reading the
     store in at most three statements (``marm.store.recall_reads``). The memories in
     scope holding every literal ``pieces`` of the query (``shape.holding``) are raised
     by ``LITERAL_BOOST``; ``fresh`` embeds the newest memories still waiting for their
-    vectors (``marm.embed.drain.unstored``), which are then scored like the rest."""
+    vectors with the query (``marm.embed.drain.QueryBatch``), which are then scored like
+    the rest."""
     weights = weights or WEIGHTS
     names = names_in(query)
     now = datetime.now(timezone.utc)
@@ -336,8 +342,9 @@ def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
         pieces=[] if semantic_only else pieces, held_limit=shape.COMMON_LITERAL,
         waiting=0 if fresh is None else FRESH_ON_RECALL)
     topic = without_names(lexical.without_exceptions(query), common_names(facts, names))
-    new = fresh(facts.waiting) if fresh is not None and facts.waiting else None
-    meaning = Meaning(home, encoder, topic, facts, [new] if new is not None else [])  # scores on a worker
+    if fresh is not None:
+        fresh.see(facts.waiting)
+    meaning = Meaning(home, encoder, topic, facts, fresh)  # scores on a worker
     if semantic_only:
         return _by_meaning(store, meaning, flt, limit)
     only = shape.holding(facts.held)

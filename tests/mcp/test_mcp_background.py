@@ -119,3 +119,26 @@ def test_the_real_encoder_embeds_in_the_server_before_any_recall(srv, ctx):
     fresh = srv.ok("marm_log_entry", text="NOTE: the flag9x guards the rollout of the billing page")
     hits = srv.ok("marm_smart_recall", query="flag9x rollout billing")["results"]
     assert hits[0]["id"] == fresh["id"]
+
+
+@pytest.mark.slow
+def test_a_recall_right_after_a_write_embeds_the_new_memory_in_its_query_call(srv, ctx, monkeypatch):
+    """The recall that follows a write at once (before the background drain) embeds the
+    new memory together with its query, in one model call, finds it by meaning and
+    words, and stores its vector for the recalls after it."""
+    pytest.importorskip("marm.embed.drain", reason="the embeddings layer is not in this build")
+    from marm import embed
+
+    srv.served.background.idle = srv.served.background.max_delay = 30  # no drain in between
+    for i in range(3):
+        srv.ok("marm_log_entry", text=f"NOTE: the flag{i}x guards the rollout of the billing page")
+    srv.ok("marm_smart_recall", query="billing page rollout", mode="hybrid")  # loads the model
+    assert outbox.pending(ctx.store(), "embed") == 0
+    calls: list[int] = []
+    real = embed.Encoder.embed
+    monkeypatch.setattr(embed.Encoder, "embed", lambda self, texts: calls.append(len(texts)) or real(self, texts))
+    fresh = srv.ok("marm_log_entry", text="NOTE: the kestrel9 switch guards the rollout of the billing page")
+    found = srv.ok("marm_smart_recall", query="kestrel9 switch rollout", mode="hybrid")
+    assert found["results"][0]["id"] == fresh["id"]
+    assert calls == [2]  # the query and the new memory: one call
+    assert outbox.pending(ctx.store(), "embed") == 0  # its vector is stored

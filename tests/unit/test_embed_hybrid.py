@@ -6,7 +6,7 @@ from marm import drain, recall
 from marm.errors import Unavailable
 from marm.ops.memory import memory_filter, write_memory
 from marm.recall import dates, hybrid
-from marm.store import memories, recall_reads
+from marm.store import memories, recall_reads, vectors
 from tests.embed_fake import use_fake
 
 
@@ -88,9 +88,11 @@ def test_a_recall_that_loaded_the_model_embeds_a_bounded_batch(ctx, monkeypatch)
     store = ctx.store()
     from marm.store import outbox
 
-    recall.run(store, "flaky tests", _filter(ctx), 5, "hybrid")
+    out = recall.run(store, "flaky tests", _filter(ctx), 5, "hybrid")
     assert outbox.pending(store, "embed") == 5
-    assert fake.calls >= 2  # the batch and the query
+    assert [(m, n) for m, _dim, _v, n in vectors.by_model(store)] == [(fake.model, recall.EMBED_ON_RECALL)]
+    assert fake.calls == 1  # the batch rode along with the query: one model call
+    assert out.hits and all(h.meaning is not None for h in out.hits)
 
 
 def test_routing_exact_for_syntax_and_lexical_only_without_a_model(ctx, monkeypatch):
@@ -189,3 +191,28 @@ def test_a_name_in_the_label_says_who_the_memory_is_about(ctx, monkeypatch):
     got = [h.memory.id for h in recall.run(ctx.store(), "What did Bo fix in the deploy script?",
                                            _filter(ctx), 5, "hybrid").hits]
     assert got[:2] == [own, thanks]
+
+
+def test_a_batch_that_fails_leaves_its_tasks_for_the_drain_and_the_recall_answers(ctx, monkeypatch):
+    fake = use_fake(monkeypatch, ctx)
+    _seed(ctx, 5)
+    new = write_memory(ctx, "the flaky test needs a fixed seed", project="p").id
+    real = fake.embed
+
+    def only_queries(texts):
+        if len(texts) > 1:
+            raise RuntimeError("a bad batch")
+        return real(texts)
+
+    monkeypatch.setattr(fake, "embed", only_queries)
+    store = ctx.store()
+    from marm.store import outbox
+
+    out = recall.run(store, "flaky test seed", _filter(ctx), 5, "hybrid")
+    assert out.mode == "hybrid" and out.hits[0].memory.id == new  # on its words
+    assert outbox.pending(store, "embed") == 1
+    assert outbox.parked(store, "embed") == [] and store.conn.execute(
+        "SELECT attempts, lease_token FROM outbox WHERE kind = 'embed'").fetchall() == [(0, None)]
+    monkeypatch.setattr(fake, "embed", real)
+    drain.run(ctx, kinds=["embed"], sweeps=False)
+    assert outbox.pending(store, "embed") == 0
