@@ -27,7 +27,7 @@ trap cleanup EXIT
 # failed or unfinished install, or another version, is installed again).
 export MARM_TEST_PEER="${MARM_TEST_PEER:-1}"
 if [ "$MARM_TEST_PEER" = 1 ] && [ -z "${MARM_TEST_PEER_BIN:-}" ]; then
-  MARM_TEST_PEER_DIR="$PWD/.peer"
+  MARM_TEST_PEER_DIR="${MARM_TEST_PEER_DIR:-$PWD/.peer}"   # another checkout's install may be named
   export MARM_TEST_PEER_DIR
   if ! python3 tests/peer.py --ready "$MARM_TEST_PEER_DIR"; then
     rm -rf "$MARM_TEST_PEER_DIR"
