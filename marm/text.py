@@ -12,12 +12,23 @@ import hashlib
 import re
 import unicodedata
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from marm.config import MAX_CONTENT_CHARS
 from marm.errors import BadInput
 from marm.redact import redact
 
 _SPACE = re.compile(r"\s+")
+
+#: The one form every stored time takes: UTC, fixed width, so text order is time order.
+STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def stamp(when: datetime) -> str:
+    """``when`` (aware; a naive time is taken as UTC) in the stored form ``STAMP``."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return when.astimezone(timezone.utc).strftime(STAMP)
 
 
 def normalise(text: str) -> str:
@@ -114,13 +125,9 @@ def classify(text: str) -> str:
 def to_timestamp(value: str) -> str:
     """Parse a user's date or time (``YYYY-MM-DD``, ISO-8601 with optional zone) into the
     stored fixed-width UTC form; a bare date means its midnight UTC."""
-    from datetime import datetime, timezone
-
     raw = value.strip()
     try:
         parsed = datetime.fromisoformat(raw.replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
         raise BadInput(f"cannot read {value!r} as a date; use YYYY-MM-DD or ISO-8601") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
-    return parsed.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(parsed)

@@ -137,11 +137,11 @@ def timestamp(value: Any) -> str | None:
     from datetime import datetime, timezone
 
     from marm.errors import BadInput
-    from marm.text import to_timestamp
+    from marm.text import stamp, to_timestamp
 
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         seconds = value / 1000 if value > 1e11 else value
-        return datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return stamp(datetime.fromtimestamp(seconds, timezone.utc))
     if not isinstance(value, str) or not value.strip():
         return None
     try:

@@ -31,6 +31,7 @@ from marm.errors import MarmError, Refused
 from marm.context import Ctx
 from marm.ops.memory import write_memory
 from marm.store import journal
+from marm.store.db import now
 
 log = logging.getLogger("marm.capture")
 
@@ -195,10 +196,7 @@ def in_context_since(ctx: Ctx, session: str) -> str:
 def close_session(ctx: Ctx, session: str, transcript: str | None, agent: str) -> Written:
     """At session end: the turn left open (no Stop came), as interrupted; old journal
     rows of every session are dropped."""
-    from datetime import datetime, timedelta, timezone
-
     head, _ = journal.open_turn(ctx.store(), session)
     done = capture_turn(ctx, session, transcript, None, agent, interrupted=True) if head else Written()
-    cutoff = datetime.now(timezone.utc) - timedelta(days=journal.KEEP_DAYS)
-    journal.prune(ctx.store(), cutoff.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    journal.prune(ctx.store(), now(-journal.KEEP_DAYS * 86400))
     return done

@@ -19,6 +19,7 @@ from typing import Any
 from marm import config
 from marm.context import Ctx
 from marm.store import memories
+from marm.text import stamp
 
 NAME = "hooks.log"
 #: Size at which the log is rotated (about 1,500 records of ~170 bytes).
@@ -53,7 +54,7 @@ def store_bytes(home: Path) -> int:
 def append(home: Path, record: dict[str, Any]) -> None:
     """Add one record (``at`` is set here); rotate first when the log is full."""
     path = log_path(home)
-    line = json.dumps({"at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"), **record},
+    line = json.dumps({"at": stamp(datetime.now(timezone.utc)), **record},
                       ensure_ascii=False, separators=(",", ":")) + "\n"
     home.mkdir(parents=True, exist_ok=True)
     try:

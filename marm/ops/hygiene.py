@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 from typing import Annotated, Any, Literal
 
 from marm.context import Ctx
@@ -22,6 +21,7 @@ from marm.hygiene.flags import describe
 from marm.ops.memory import write_memory
 from marm.ops.params import AllProjects, ProjectOpt
 from marm.ops.registry import Param, op
+from marm.store.db import now
 from marm.ops.results import MemoryView, one_line
 from marm.store import hygiene, memories
 from marm.store.db import Store
@@ -254,7 +254,7 @@ def candidates(ctx: Ctx, scope: str | None, days: float) -> list[folding.Fold]:
     if days < 0:
         raise BadInput("--older-than must be zero or more days")
     store = ctx.store()
-    cutoff = (datetime.now(timezone.utc) - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    cutoff = now(-days * 86400)
     found = memories.get_many(store, hygiene.episodes_before(store, scope, cutoff))
     sessions = {m.session for m in found.values()}
     kept = [m for session in sessions for m in memories.recent(

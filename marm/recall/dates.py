@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta, timezone
 
+from marm.text import STAMP
+
 _MONTHS = {m: i for i, m in enumerate(
     "january february march april may june july august september october november december".split(), 1)}
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
@@ -246,9 +248,6 @@ def overlap(named: list[tuple[str, str]], spans: list[Interval]) -> float:
             if inside > 0:
                 best = max(best, inside / (end - start).total_seconds())
     return best
-
-
-STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def named_stamps(text: str, written: str | None) -> list[tuple[str, str]]:

@@ -62,6 +62,7 @@ from marm.recall import aging, bm25, dates, diverse, lexical, shape
 from marm.store import Store, recall_reads, vectors
 from marm.store.memories import Filter
 from marm.store.records import Hit, Memory
+from marm.text import STAMP
 
 if TYPE_CHECKING:  # start-up cost: numpy and the thread pool load when a query is scored
     from concurrent.futures import ThreadPoolExecutor
@@ -113,7 +114,6 @@ VECTOR_CANDIDATES = 100
 #: itself, newest first, without storing them.
 FRESH_ON_RECALL = 8
 RECENCY_HALF_LIFE_DAYS = 90.0
-STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 #: Hits scoring below this share of the best hit are dropped: they only fill the list
 #: (a small embedding model gives unrelated text a cosine of 0.2), and a caller reading
 #: five results should not have to guess which of them are noise.

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from marm.store import core
+from marm.text import stamp
 from marm.store.migrations import migrate
 from marm.store.records import Actor
 
@@ -26,8 +27,7 @@ __all__ = ["Integrity", "Store", "now"]
 def now(offset_seconds: float = 0.0) -> str:
     """Current UTC time (moved by ``offset_seconds``: negative is earlier) in the one
     fixed-width form every stored time uses."""
-    when = datetime.now(timezone.utc) + timedelta(seconds=offset_seconds)
-    return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return stamp(datetime.now(timezone.utc) + timedelta(seconds=offset_seconds))
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from marm.text import STAMP
+
 #: The longest interval a memory names (a year): the look-up by start reaches back this far.
 LONGEST_DAYS = 367
-STAMP = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 
 def reach_back(start: str) -> str:
