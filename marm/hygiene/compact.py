@@ -1,30 +1,32 @@
 """Compaction of old episodes: one extractive summary per topic and week.
 
-Episodes are kept nearly verbatim, so a store that captures every turn grows by
-hundreds of them a week; after a month what matters of them is what was asked, what
-was concluded and which files changed. A fold keeps, for each episode of a topic and
-ISO week (at most ``FOLD_MAX`` consecutive episodes), its question's first sentence
-(unless it says nothing alone, "yes", or nothing new), then, within a quarter of the
-episode's text, the sentences that add the most per character: the rare words (recall's content stems, weighted by how few memories of the
-project hold them) that nothing kept so far holds (the session's highlights, the
-sentences the fold already took), more for a sentence the highlight classifier calls a
-decision, cause, fix, convention or lesson. Questions the agent put to the user, lines
-that only introduce a list ("Key changes:"), sentences the highlights hold, the agent's
-talk about the chat ("Ready for step 2 whenever you are.") and a check's bare outcome
-("Clippy passes with warnings denied.") are left out, a retried question is said once, the day
-is said once, and the fold lists the repository's files changed once. Nothing is paraphrased. Highlights are memories of
-their own and are never folded. (Measured by ``tests/bench/bench_hygiene.py``: a fixed
-budget of the first and the most identifier-rich sentences lost the facts long plans
-state in plain words. Measured there too, and kept out: a budget on only what the
-highlights do not hold, or one shared by a fold's episodes, cut the store further but
-lost the facts of long plans and closing lists, whose words the highlights already hold.
-Leaving out talk and check outcomes frees an episode's room for
-its facts more than it shrinks the store: within a fixed room the next sentences take
-the place. On the bench's store a room of a fifth of the episode, or 0.18 with a floor
-of 200 characters, reached 51% of the characters but lost 3-4 more facts, all list
-items of plans and closing reports that only their episode ranked for; the same with
-the room counted on what the highlights do not hold, and giving the question's further
-sentences half the weight, lost facts too and were dropped.)
+Episodes are kept nearly verbatim, so a store that captures every turn grows by hundreds
+of them a week; after a month what matters of them is what was asked, what was concluded
+and which files changed. A fold keeps, for each episode of a topic and ISO week (at most
+``FOLD_MAX`` consecutive episodes), its question's first sentence (unless it says
+nothing alone, "yes", or nothing new), then, within a quarter of the episode's text, the
+sentences that add the most per character: the rare words (recall's content stems,
+weighted by how few memories of the project hold them) that nothing kept so far holds
+(the session's highlights, the sentences the fold already took), more for a sentence the
+highlight classifier calls a decision, cause, fix, convention or lesson. Questions the
+agent put to the user, lines that only introduce a list ("Key changes:"), sentences the
+highlights hold, the agent's talk about the chat ("Ready for step 2 whenever you are.")
+and a check's bare outcome ("Clippy passes with warnings denied.") are left out, a file
+linked by its own name is named once, a retried question is said once, the day is said
+once, and the fold lists the repository's files changed once. Nothing is paraphrased.
+Highlights are memories of their own and are never folded. (Measured by
+``tests/bench/bench_hygiene.py``: a fixed budget of the first and the most identifier-
+rich sentences lost the facts long plans state in plain words. Measured there too, and
+kept out: a budget on only what the highlights do not hold, or one shared by a fold's
+episodes, cut the store further but lost the facts of long plans and closing lists,
+whose words the highlights already hold. Leaving out talk, check outcomes and doubled
+link targets frees an episode's room for its facts more than it shrinks the store:
+within a fixed room the next sentences take the place. On the bench's store a room of a
+fifth of the episode (floor 220), or 0.18 (floor 200), reached 51.2% and 50.5% of the
+characters but lost 4 and 3 more facts, all list items of plans and closing reports that
+only their episode ranked for; the same with the room counted on what the highlights do
+not hold (52.8%), and giving the question's further sentences half the weight, lost 2
+more and were dropped.)
 
 The topic is the session the episodes come from: a session is one task on one
 repository, which is what a reader looks for later; the week bounds a fold's size.
@@ -99,6 +101,20 @@ def _field(content: str, label: str) -> str:
         if taking:
             out.append(line)
     return "\n".join(out).strip()
+
+
+#: A markdown link, as agents write a file they name: ``[src/config.ts](src/config.ts)``.
+_LINK = re.compile(r"\[([^\]\n]+)\]\(([^)\s]+)\)")
+
+
+def _unlinked(sentence: str) -> str:
+    """``sentence`` with each markdown link whose target is the file its text names (the
+    same path, or a longer path or a ``#L12`` anchor to it) said once, as its text: the
+    name is what a later question looks for, the second copy is only markup."""
+    def one(m: re.Match[str]) -> str:
+        text, target = m.group(1), m.group(2).split("#", 1)[0]
+        return text if target.rstrip("/").endswith(text.strip("`").rstrip("/")) else m.group(0)
+    return _LINK.sub(one, sentence)
 
 
 def _first(text: str) -> str:
@@ -205,7 +221,8 @@ def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
     ``elsewhere`` already holds (the highlights kept from the same session stay memories
     of their own), questions the agent put to the user ("Want me to go on?"), lines
     that only introduce what follows ("Key changes:"), talk about the chat (``talk``)
-    and a check's bare outcome (``check_report``). A question of fewer than
+    and a check's bare outcome (``check_report``); a link to the file it names is said
+    as the name (``_unlinked``). A question of fewer than
     ``ASKED_WORDS`` content words, or whose words the fold already holds, is not said."""
     question = _field(episode.content, "Asked").replace(INTERRUPTED, "").strip()
     asked = _cut(_first(question), ASKED) if question else ""
@@ -213,7 +230,7 @@ def key_lines(episode: Memory, novelty: Novelty, elsewhere: str = "") -> Kept:
         asked = ""  # "yes", "clear it out", or a question the fold already holds
     novelty.cover(asked)
     concluded = _field(episode.content, "Concluded") or _field(episode.content, "Stopped at")
-    pool = [x for x in dict.fromkeys([*list(sentences(question))[1:], *sentences(concluded)])
+    pool = [_unlinked(x) for x in dict.fromkeys([*list(sentences(question))[1:], *sentences(concluded)])
             if " ".join(x.split()) not in elsewhere and not x.rstrip().endswith(("?", ":"))
             and not talk(x) and not check_report(x)]
     keep = [classify(x)[1] for x in pool]

@@ -328,6 +328,27 @@ def test_a_summary_keeps_the_work_not_the_talk_about_the_chat_or_the_checks_just
     hook.close()
 
 
+def test_a_summary_names_a_linked_file_once(shop):
+    """Agents link the files they name (``[src/config.ts](src/config.ts)``): a summary
+    keeps the name once; a link whose text is not the file it points to stays whole."""
+    work, person, ids = shop
+    hook = _ctx("hook:stop", work, session="s-links")
+    old = "2026-01-13T1%d:00:00.000000Z"
+    texts = [
+        "Asked: where is the upload size limit enforced?\n"
+        "Concluded: The limit lives in [src/limits.ts](src/limits.ts#L12), read once at start-up.",
+        "Asked: how do I raise the upload size limit?\n"
+        "Concluded: Set MAX_UPLOAD_MB in [the deploy guide](docs/deploy.md) and restart the uploader.",
+    ]
+    for n, t in zip((2, 3), texts):
+        write_memory(hook, t, kind="episode", recorded_at=old % n)
+    (fold,) = hygiene_ops.compact(person, older_than=30, dry_run=True).folds
+    text = fold.summary
+    assert "The limit lives in src/limits.ts, read once at start-up." in text and "](src/limits.ts" not in text
+    assert "[the deploy guide](docs/deploy.md)" in text
+    hook.close()
+
+
 def test_episodes_age_in_ranking_and_other_memories_do_not(shop):
     from datetime import datetime, timezone
 
