@@ -20,7 +20,7 @@ For a new memory and each candidate:
 - code baseline: the files and symbols it names are kept for the staleness check.
 
 It also discards the compaction summaries an agent staged and nobody applied or
-discarded within ``summarize.staged_days`` (``expire_staged``).
+discarded within ``summarize.staged_days`` (``store.summaries.expire_after``).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from marm.context import Ctx
 from marm.hygiene import actions, similar, stale
 from marm.recall.lexical import words as query_words
 from marm.store import concept_graph, hygiene, memories, recall_reads, summaries, vecfile, vectors
-from marm.store.db import Store, now
+from marm.store.db import Store
 from marm.store.memories import Filter
 from marm.store.records import Memory
 
@@ -179,17 +179,6 @@ def _reversal(store: Store, older: Memory, newer: Memory, cue: similar.Reversal,
     counts["reversals superseded" if auto else "reversals proposed"] += 1
 
 
-def expire_staged(ctx: Ctx) -> int:
-    """Discard the summaries staged (``marm summarize stage``) longer ago than the
-    ``summarize.staged_days`` setting that nobody applied or discarded; how many."""
-    before = now(-float(ctx.setting("summarize.staged_days")) * 86400)
-    store = ctx.store()
-    if not summaries.staged_before(store, before):
-        return 0  # no write (a list on a store opened read-only still works)
-    with store.write():
-        return len(summaries.expire(store, before))
-
-
 def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
     """Check the memories written since the last sweep, then refresh staleness flags."""
     store = ctx.store()
@@ -211,7 +200,7 @@ def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
             upto = ids[-1]
             hygiene.set_mark(store, "checked_upto", str(upto))
         counts["flagged stale"] += stale.refresh(ctx)
-        counts["staged summaries expired"] += expire_staged(ctx)
+        counts["staged summaries expired"] += summaries.expire_after(store, float(ctx.setting("summarize.staged_days")))
     finally:
         code.close()
         if graph is not None:

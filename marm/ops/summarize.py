@@ -27,7 +27,6 @@ from typing import Annotated, Literal
 from marm.context import Ctx
 from marm.errors import BadInput, NotFound
 from marm.hygiene import compact as folding
-from marm.hygiene.drain import expire_staged
 from marm.ops.hygiene import candidates, fold_into
 from marm.ops.params import ProjectOpt
 from marm.ops.registry import Param, op
@@ -173,7 +172,7 @@ def summarize(
     if action == "list":
         if limit < 1:
             raise BadInput("--limit must be 1 or more")
-        expire_staged(ctx)
+        summaries.expire_after(store, float(ctx.setting("summarize.staged_days")))
         listed = _clusters(ctx, scope, days)
         shown = [c for c in listed if cluster is None or c.id == cluster]
         if cluster is not None and not shown:

@@ -96,6 +96,19 @@ def staged_before(store: Store, stamp: str) -> list[Staged]:
     return [_row(r) for r in rows]
 
 
+def expire_after(store: Store, days: float) -> int:
+    """Discard the summaries staged longer than ``days`` ago that nobody applied or
+    discarded (the ``summarize.staged_days`` setting); how many. Writes only when one is
+    due, so a list on a store opened read-only still works. Beside ``expire`` because
+    both routes that expire (the drain's sweep, ``marm summarize list``) need only this,
+    not each other's modules."""
+    before = now(-days * 86400)
+    if not staged_before(store, before):
+        return 0
+    with store.write():
+        return len(expire(store, before))
+
+
 def expire(store: Store, stamp: str) -> list[Staged]:
     """Discard every summary still staged that was staged before ``stamp``; its row and
     events stay, its episodes are untouched. Call inside ``store.write()``."""

@@ -2,6 +2,7 @@
 
     python tests/bench/bench_hygiene.py --scorer ../shared/tools/replay_sessions.py \
         --data ../shared/data/sessions/sessions-dev.json [--only jgive,scout] [--keep DIR] [--json]
+    python tests/bench/bench_hygiene.py ... --from DIR   # only the compaction, on a store --keep left
 
 Builds one long-lived store (one MARM_HOME) by replaying each dev session twice through
 `marm hook` (the scorer's own replay functions, imported from its path; no data is
@@ -14,6 +15,11 @@ duplicates and reversals were flagged with the right pair, and the false flags (
 control flagged, or a planted memory flagged as the wrong thing). Then it measures the
 active store's characters and the scorer's remembered@5 before and after `marm compact
 --older-than 0` (every episode: the replay has just happened).
+
+``--keep DIR`` also keeps a copy of the store just before compaction (``DIR/home-replayed``);
+``--from DIR`` starts from that copy and measures only the compaction (characters, and
+remembered@5 on that same store before and after), which takes minutes instead of the
+replay's half hour: the loop to tune compaction on.
 
 Targets: >= 90% of planted duplicates and reversals flagged, <= 5% false flags; after
 compaction at most half the characters and a remembered@5 drop of at most 0.02.
@@ -190,14 +196,49 @@ def _count(items: Any) -> dict[str, int]:
     return out
 
 
-def remembered(sc: Any, marm: Any, home: Path, sessions: list[tuple[dict, Path]]) -> tuple[int, int]:
-    hit = total = 0
+def remembered(sc: Any, marm: Any, home: Path, sessions: list[tuple[dict, Path]]) -> dict[str, str | None]:
+    """{fact id: the kind of the first of the top 5 results that carries it, or None}."""
+    found: dict[str, str | None] = {}
     for s, repo in sessions:
         for f in s.get("facts") or []:
             hits, _ = marm.recall(f["probe"], home, repo)
-            hit += any(sc.has_phrase(h.get("content"), f["must"]) for h in hits)
-            total += 1
-    return hit, total
+            found[f["id"]] = next((h.get("kind") or "?" for h in hits if sc.has_phrase(h.get("content"), f["must"])),
+                                  None)
+    return found
+
+
+def chars_by_kind(stats: dict) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for _, kind, _, content in stats["contents"]:
+        out[kind or "?"] = out.get(kind or "?", 0) + len(content)
+    return out
+
+
+def compaction(sc: Any, marm: Any, home: Path, done: list[tuple[dict, Path]],
+               rem_before: dict[str, str | None]) -> dict[str, Any]:
+    """Compact every project's episodes (the replay has just happened) and measure."""
+    stats = sc.store_stats(marm, home)
+    for _, repo in done:
+        rc, out, err, _ = marm.run(["compact", "--older-than", "0", "--json"], home, repo, timeout=600)
+        assert rc == 0, err
+    after = sc.store_stats(marm, home)
+    rem_after = remembered(sc, marm, home, done)
+    hit_before, hit_after = sum(v is not None for v in rem_before.values()), sum(v is not None for v in rem_after.values())
+    f: dict[str, Any] = {
+        "chars_before_compact": stats["chars"], "chars_after_compact": after["chars"],
+        "chars_ratio": round(after["chars"] / max(1, stats["chars"]), 3),
+        "chars_by_kind_before": chars_by_kind(stats), "chars_by_kind_after": chars_by_kind(after),
+        "episodes_before": stats["kinds"].get("episode", 0), "episodes_after": after["kinds"].get("episode", 0),
+        "summaries": after["kinds"].get("summary", 0),
+        "remembered_at5_before": round(hit_before / max(1, len(rem_before)), 3),
+        "remembered_at5_after": round(hit_after / max(1, len(rem_after)), 3),
+        "facts": len(rem_before),
+        # the facts compaction lost (with the kind that carried them before) and gained
+        "facts_lost": {k: v for k, v in rem_before.items() if v is not None and rem_after.get(k) is None},
+        "facts_gained": {k: v for k, v in rem_after.items() if v is not None and rem_before.get(k) is None},
+    }
+    f["remembered_at5_drop"] = round(f["remembered_at5_before"] - f["remembered_at5_after"], 3)
+    return f
 
 
 def main() -> int:
@@ -206,6 +247,8 @@ def main() -> int:
     ap.add_argument("--data", required=True, type=Path, help="sessions-dev.json")
     ap.add_argument("--only", default=None, help="session ids, comma-separated (a subset)")
     ap.add_argument("--keep", default=None, type=Path, help="keep the store and repositories under DIR")
+    ap.add_argument("--from", dest="from_", default=None, type=Path, metavar="DIR",
+                    help="measure only the compaction, on the store a --keep run left under DIR")
     ap.add_argument("--json", action="store_true", help="(the JSON line is always printed last)")
     a = ap.parse_args()
     if not a.data.is_file() or not a.scorer.is_file():
@@ -216,10 +259,12 @@ def main() -> int:
     sessions = [s for s in data["sessions"] if not a.only or s["id"] in a.only.split(",")]
     marm = sc.Marm(str(Path(sys.executable).with_name("marm")), {})
     hooks, hooks_from = sc.discover_hooks(marm)
+    figures: dict[str, Any] = {"sessions": [s["id"] for s in sessions], "hooks_from": hooks_from}
+    if a.from_:
+        return compaction_only(sc, marm, a.from_.resolve(), sessions, figures)
     work = a.keep.resolve() if a.keep else Path(tempfile.mkdtemp(prefix="marm-hygiene-"))
     home = work / "home"
     home.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Any] = {"sessions": [s["id"] for s in sessions], "hooks_from": hooks_from}
     try:
         t0 = time.time()
         done = []
@@ -241,24 +286,10 @@ def main() -> int:
         figures["plant_and_sweep_s"] = round(time.time() - t, 1)
         figures["sweep"] = json.loads(out).get("sweeps", {}).get("hygiene")
         figures.update(score_flags(planted, queue(home)))
-        # compaction: every episode of every project (the replay has just happened)
-        stats = sc.store_stats(marm, home)
-        for _, repo in done:
-            rc, out, err, _ = marm.run(["compact", "--older-than", "0", "--json"], home, repo, timeout=600)
-            assert rc == 0, err
-        after = sc.store_stats(marm, home)
-        rem_after = remembered(sc, marm, home, done)
-        figures.update({
-            "memories_replayed": before["memories"], "chars_replayed": before["chars"],
-            "chars_before_compact": stats["chars"], "chars_after_compact": after["chars"],
-            "chars_ratio": round(after["chars"] / max(1, stats["chars"]), 3),
-            "episodes_before": stats["kinds"].get("episode", 0), "episodes_after": after["kinds"].get("episode", 0),
-            "summaries": after["kinds"].get("summary", 0),
-            "remembered_at5_before": round(rem_before[0] / max(1, rem_before[1]), 3),
-            "remembered_at5_after": round(rem_after[0] / max(1, rem_after[1]), 3),
-            "facts": rem_before[1],
-        })
-        figures["remembered_at5_drop"] = round(figures["remembered_at5_before"] - figures["remembered_at5_after"], 3)
+        figures.update({"memories_replayed": before["memories"], "chars_replayed": before["chars"]})
+        if a.keep:
+            shutil.copytree(home, work / "home-replayed", dirs_exist_ok=True)
+        figures.update(compaction(sc, marm, home, done, rem_before))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -271,12 +302,37 @@ def main() -> int:
           f"{f['wrong_flags_on_planted']}: {f['false_flag_rate']:.1%} (target <= 5%)")
     print(f"flags on the replayed memories themselves: {f['flags_on_replayed_memories']} "
           f"{f['replayed_flags_by_kind_state']}")
+    report_compaction(f)
+    print(json.dumps({"bench": "hygiene", **f}))
+    return 0
+
+
+def compaction_only(sc: Any, marm: Any, kept: Path, sessions: list[dict], figures: dict[str, Any]) -> int:
+    """``--from DIR``: compact a copy of the store a --keep run left just before compaction."""
+    source = kept / "home-replayed"
+    if not source.is_dir():
+        print(f"skipped: {source} not found (a --keep run leaves it)", file=sys.stderr)
+        return 0
+    work = Path(tempfile.mkdtemp(prefix="marm-hygiene-from-"))
+    try:
+        home = work / "home"
+        shutil.copytree(source, home)
+        done = [(s, kept / s["id"] / "repo") for s in sessions if (kept / s["id"] / "repo").is_dir()]
+        figures.update(compaction(sc, marm, home, done, remembered(sc, marm, home, done)))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    report_compaction(figures)
+    print(json.dumps({"bench": "hygiene", "from": "kept store", **figures}))
+    return 0
+
+
+def report_compaction(f: dict[str, Any]) -> None:
     print(f"compaction: {f['chars_before_compact']:,} -> {f['chars_after_compact']:,} chars ({f['chars_ratio']:.0%}, "
           f"target <= 50%); episodes {f['episodes_before']} -> {f['episodes_after']}, {f['summaries']} summaries")
     print(f"remembered@5 {f['remembered_at5_before']:.3f} -> {f['remembered_at5_after']:.3f} "
           f"(drop {f['remembered_at5_drop']:.3f}, target <= 0.02) over {f['facts']} facts")
-    print(json.dumps({"bench": "hygiene", **f}))
-    return 0
+    print(f"characters by kind: {f['chars_by_kind_before']} -> {f['chars_by_kind_after']}")
+    print(f"facts lost by compaction: {f['facts_lost']}; gained: {f['facts_gained']}")
 
 
 if __name__ == "__main__":
