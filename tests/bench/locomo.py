@@ -89,7 +89,8 @@ def ingest(ctx, data: list[dict]) -> dict[int, set[str]]:
     return dia_of
 
 
-def evaluate(ctx, data: list[dict], dia_of: dict[int, set[str]], mode: str) -> dict:
+def evaluate(ctx, data: list[dict], dia_of: dict[int, set[str]], mode: str,
+             dump: list[dict] | None = None) -> dict:
     from marm import recall
     from marm.ops.memory import memory_filter
 
@@ -129,6 +130,11 @@ def evaluate(ctx, data: list[dict], dia_of: dict[int, set[str]], mode: str) -> d
             found10 = set().union(*(dia_of.get(h.memory.id, set()) for h in wide))
             m["session@10"].append(float(bool(_sessions(found10) & _sessions(evidence))))
             m["turn@10"].append(len(found10 & evidence) / len(evidence))
+            if dump is not None:
+                dump.append({"conv": conv["sample_id"], "category": cat, "question": qa["question"],
+                             "evidence": sorted(evidence), "rr": rr,
+                             "top10": [{"dia": sorted(dia_of.get(h.memory.id, set())), "score": round(h.score, 4),
+                                        "content": h.memory.content[:200]} for h in wide]})
     return {"per": per, "skipped": skipped, "latencies": latencies, "modes": sorted(modes_seen)}
 
 
@@ -138,6 +144,8 @@ def main() -> int:
     parser.add_argument("--mode", choices=("lexical", "hybrid"), default="hybrid")
     parser.add_argument("--home", help="keep (and reuse) the ingested store in this directory")
     parser.add_argument("--json", action="store_true", help="end with one JSON line (always printed)")
+    parser.add_argument("--dump", help="write every question's evidence and top 10 to this JSON file "
+                        "(it holds the data set's text: keep it out of the repository)")
     args = parser.parse_args()
 
     data_path = Path(args.data)
@@ -169,7 +177,10 @@ def main() -> int:
         done = summary.kinds["embed"].done
         if done:
             print(f"embedded {done} memories in {time.perf_counter() - t1:.1f}s")
-    result = evaluate(ctx, data, dia_of, args.mode)
+    dump: list[dict] | None = [] if args.dump else None
+    result = evaluate(ctx, data, dia_of, args.mode, dump)
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dump, indent=1))
     per = result["per"]
 
     def mean(xs: list[float]) -> float:
