@@ -39,8 +39,7 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Embedder, tasks: list[T
     The batch is embedded at once; if that fails, each memory is tried alone, so one
     bad memory fails (and eventually parks) only its own task.
     """
-    found = memory_store.get_many(store, (int(t.target) for t in tasks if t.target.isdigit()))
-    todo = [(t, found[int(t.target)]) for t in tasks if t.target.isdigit() and int(t.target) in found]
+    todo, _ = _with_memories(store, tasks)
     if not todo:
         return {}
     errors: dict[int, str] = {}
@@ -54,22 +53,45 @@ def embed_tasks(store: Store, home: Path, encoder: embed.Embedder, tasks: list[T
             except Exception as exc:  # noqa: BLE001 - recorded on its task
                 errors[task.id] = f"{type(exc).__name__}: {exc}"
     with store.write():
-        retired = vectors.write(store, home, encoder.model,
-                                [vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
-        vectors.record_batch(store, encoder.model, [m.id for m, _, _ in plan])
+        retired = _store_vectors(store, home, encoder.model, plan)
     vectors.retire(home, retired)
     return errors
 
 
-def _embed(encoder: embed.Embedder, todo: list[Memory]) -> list[tuple[Memory, list[vectors.Chunk], Any]]:
+#: What a batch embedded: each memory with its chunks and their vectors.
+Plan = list[tuple[Memory, list[vectors.Chunk], Any]]
+
+
+def _with_memories(store: Store, tasks: list[Task]) -> tuple[list[tuple[Task, Memory]], set[int]]:
+    """Each task with its memory, and the ids of the tasks whose memory is gone."""
+    found = memory_store.get_many(store, (int(t.target) for t in tasks if t.target.isdigit()))
+    todo = [(t, found[int(t.target)]) for t in tasks if t.target.isdigit() and int(t.target) in found]
+    held = {t.id for t, _ in todo}
+    return todo, {t.id for t in tasks if t.id not in held}
+
+
+def _embed(encoder: embed.Embedder, todo: list[Memory]) -> Plan:
     """(memory, its chunks, their vectors) for each memory, all embedded in one call."""
-    spans = [encoder.spans(m.content) for m in todo]
-    matrix = encoder.embed([m.content[s:e] for m, sp in zip(todo, spans, strict=True) for s, e in sp])
-    out, at = [], 0
-    for m, sp in zip(todo, spans, strict=True):
+    spanned = [(m, encoder.spans(m.content)) for m in todo]
+    return _split(spanned, encoder.embed([m.content[s:e] for m, sp in spanned for s, e in sp]))
+
+
+def _split(spanned: list[tuple[Memory, list[tuple[int, int]]]], matrix: Any, at: int = 0) -> Plan:
+    """The rows of ``matrix`` from ``at`` on, handed out to the memories' spans in order."""
+    out: Plan = []
+    for m, sp in spanned:
         out.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(sp)], matrix[at : at + len(sp)]))
         at += len(sp)
     return out
+
+
+def _store_vectors(store: Store, home: Path, model: str, plan: Plan) -> Any:
+    """Write ``plan``'s vectors and book them, inside the caller's transaction; what
+    ``vectors.write`` retired, for ``vectors.retire`` once it has committed."""
+    retired = vectors.write(store, home, model,
+                            [vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
+    vectors.record_batch(store, model, [m.id for m, _, _ in plan])
+    return retired
 
 
 def encoder_for(store: Store, home: Path, env: dict[str, str] | None = None,
@@ -129,7 +151,7 @@ class QueryBatch:
         self._gone: set[int] = set()  # tasks whose memory no longer exists: done as they are
         self._lease: ExitStack | None = None
         self._waiting: list[tuple[int, str]] = []
-        self._plan: list[tuple[Memory, list[vectors.Chunk], Any]] | None = None
+        self._plan: Plan | None = None
         self._model: str | None = None
 
     def claim(self, store: Store, home: Path, limit: int) -> None:
@@ -144,10 +166,8 @@ class QueryBatch:
             self._lease = lease
             outbox.release_orphans(store, ["embed"])
             self._tasks = outbox.claim(store, "embed", limit)
-            found = memory_store.get_many(store, (int(t.target) for t in self._tasks if t.target.isdigit()))
-            self._memories = [found[int(t.target)] for t in self._tasks
-                              if t.target.isdigit() and int(t.target) in found]
-            self._gone = {t.id for t in self._tasks if not t.target.isdigit() or int(t.target) not in found}
+            todo, self._gone = _with_memories(store, self._tasks)
+            self._memories = [m for _, m in todo]
         except Exception as exc:  # noqa: BLE001 - helping the backlog must never fail a recall
             _batch_failed(exc)
             self._memories, self._gone = [], set()
@@ -173,10 +193,8 @@ class QueryBatch:
             _batch_failed(exc)
             self._memories = []
             return encoder.embed([query])[0], None
-        plan, at = [], 1
-        for m, spans in claimed.values():
-            plan.append((m, [vectors.Chunk(i, s, e) for i, (s, e) in enumerate(spans)], matrix[at : at + len(spans)]))
-            at += len(spans)
+        plan = _split(list(claimed.values()), matrix, 1)  # row 0 is the query's
+        at = 1 + sum(len(chunks) for _, chunks, _ in plan)
         self._plan, self._model = plan, encoder.model
         scored = {mid for mid, _ in self._waiting}
         ids = [m.id for m, chunks, _ in plan if m.id in scored for _ in chunks] + [mid for mid, _ in heads]
@@ -201,9 +219,7 @@ class QueryBatch:
             if done:
                 with store.write():
                     if plan and self._model is not None:
-                        retired = vectors.write(store, home, self._model, [
-                            vectors.Embedded(m.id, m.content_hash, chunks, matrix) for m, chunks, matrix in plan])
-                        vectors.record_batch(store, self._model, sorted(embedded))
+                        retired = _store_vectors(store, home, self._model, plan)
                     outbox.complete(store, done)
             if retired is not None:
                 vectors.retire(home, retired)

@@ -293,6 +293,16 @@ def test_a_summary_leaves_out_what_says_nothing_alone_and_lists_only_the_reposit
     hook.close()
 
 
+def _summary_of(work, person, session: str, texts: list[str]) -> str:
+    """The dry-run summary of one fold: ``texts`` captured as old episodes of ``session``."""
+    hook = _ctx("hook:stop", work, session=session)
+    for n, t in enumerate(texts, 2):
+        write_memory(hook, t, kind="episode", recorded_at=f"2026-01-13T1{n}:00:00.000000Z")
+    hook.close()
+    (fold,) = hygiene_ops.compact(person, older_than=30, dry_run=True).folds
+    return fold.summary
+
+
 def test_a_summary_keeps_the_work_not_the_talk_about_the_chat_or_the_checks_just_run(shop):
     """Narration (the agent speaking of the conversation: what it will do, what it
     offers, what it waits for) is true of the chat, not of the project, and a check's
@@ -300,8 +310,6 @@ def test_a_summary_keeps_the_work_not_the_talk_about_the_chat_or_the_checks_just
     leaves both out, unless the narration names something concrete or the check says
     more; a sentence that states the work in the first person stays."""
     work, person, ids = shop
-    hook = _ctx("hook:stop", work, session="s-chat")
-    old = "2026-01-13T1%d:00:00.000000Z"
     texts = [
         "Asked: why do the thumbnail jobs pile up overnight?\n"
         "Concluded: The resize worker pulled one image per poll, so the queue drained at a trickle. "
@@ -315,38 +323,28 @@ def test_a_summary_keeps_the_work_not_the_talk_about_the_chat_or_the_checks_just
         "Stylelint ran clean; the snapshot suite still fails on Safari because its fonts load late. "
         "Ready for the accessibility pass whenever you are, just say go.",
     ]
-    for n, t in zip((2, 3), texts):
-        write_memory(hook, t, kind="episode", recorded_at=old % n)
-    (fold,) = hygiene_ops.compact(person, older_than=30, dry_run=True).folds
-    text = fold.summary
+    text = _summary_of(work, person, "s-chat", texts)
     assert "queue drained at a trickle" in text and "`RESIZE_BATCH`" in text and "aspect ratio" in text
     assert "keep an eye on tonight" not in text and "dashboards wired" not in text
     assert "accessibility pass" not in text and "Shellcheck" not in text
     assert "Safari because its fonts load late" in text  # a check that says why it failed stays
     assert hygiene_compact.talk("Let me know whenever you want the dashboards wired up too.")
     assert not hygiene_compact.talk("I'll rename `thumbs_v1` to `thumbs` once the backfill finishes.")
-    hook.close()
 
 
 def test_a_summary_names_a_linked_file_once(shop):
     """Agents link the files they name (``[src/config.ts](src/config.ts)``): a summary
     keeps the name once; a link whose text is not the file it points to stays whole."""
     work, person, ids = shop
-    hook = _ctx("hook:stop", work, session="s-links")
-    old = "2026-01-13T1%d:00:00.000000Z"
     texts = [
         "Asked: where is the upload size limit enforced?\n"
         "Concluded: The limit lives in [src/limits.ts](src/limits.ts#L12), read once at start-up.",
         "Asked: how do I raise the upload size limit?\n"
         "Concluded: Set MAX_UPLOAD_MB in [the deploy guide](docs/deploy.md) and restart the uploader.",
     ]
-    for n, t in zip((2, 3), texts):
-        write_memory(hook, t, kind="episode", recorded_at=old % n)
-    (fold,) = hygiene_ops.compact(person, older_than=30, dry_run=True).folds
-    text = fold.summary
+    text = _summary_of(work, person, "s-links", texts)
     assert "The limit lives in src/limits.ts, read once at start-up." in text and "](src/limits.ts" not in text
     assert "[the deploy guide](docs/deploy.md)" in text
-    hook.close()
 
 
 def test_episodes_age_in_ranking_and_other_memories_do_not(shop):
