@@ -160,6 +160,15 @@ def _typed(text: str) -> str | None:
     return s
 
 
+def _api_error(record: dict, text: str) -> bool:
+    """Whether a Claude Code assistant record is the harness reporting a failed request
+    (a server error, a usage limit): Claude Code marks it ``isApiErrorMessage`` (older
+    versions only as the ``<synthetic>`` model's "API Error" text). The turn ended there,
+    without an answer, and Claude Code sends no Stop for it."""
+    return bool(record.get("isApiErrorMessage")) or (
+        (record.get("message") or {}).get("model") == "<synthetic>" and text.lstrip().startswith("API Error"))
+
+
 def _claude(records: list[dict]) -> Iterator[Turn]:
     turn: Turn | None = None
     uses: dict[str, dict] = {}
@@ -171,6 +180,9 @@ def _claude(records: list[dict]) -> Iterator[Turn]:
         if r.get("type") == "assistant" and turn is not None:
             _stamp(turn, r.get("timestamp"))
             text = _texts(content)
+            if _api_error(r, text):  # the harness's error ("API Error: 500 ...", a usage limit): no answer
+                turn.interrupted = True
+                continue
             if text.strip():
                 turn.messages.append(text.strip())
             for b in content or []:
