@@ -8,8 +8,11 @@ score means the same thing across queries (hooks inject only above a threshold):
 - ``words``: BM25 of the memory divided by the summed IDF of the query's words, capped
   at 1: roughly the share of the query's information the memory contains.
 - ``before`` / ``after``: the ``words`` score of the memory written just before / after
-  it in the same session. A memory often answers the one before it (the question's
-  words are there, not in the answer), or is explained by the one after it.
+  it in the same session, times the share of the query's words the memory itself
+  misses (``_context``). A memory often answers the one before it (the question's
+  words are there, not in the answer), or is explained by the one after it; a memory
+  that holds the words itself needs no credit for its neighbour's, or a near-duplicate
+  written just before a new memory would outrank it with the new memory's words.
 - ``reply_words`` / ``reply_meaning``: when the memory just before asks a question
   (it holds a "?"), that question's ``words`` and ``meaning`` scores. A question is
   phrased like the query; the memory after it is where the answer is.
@@ -376,8 +379,10 @@ def search(store: Store, home: Path, encoder: Embedder, query: str, flt: Filter,
     seen = {mid: rows[mid].memory() for _, mid in pool}
     pool = aging.aged(pool, seen, now, episode_half_life_days)
     pool = below_its_highlights(pool, seen)
-    pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
+    # Noise is dropped before diversifying: it must not take the place of a near-duplicate
+    # of a higher result that is worth listing.
     pool = [(sc, mid) for sc, mid in pool if sc >= RELATIVE_FLOOR * pool[0][0]] if pool else []
+    pool = diverse.rerank(pool, {mid: m.content for mid, m in seen.items()}, limit)
     return [Hit(seen[mid], score, "hybrid", meaning=max(0.0, found.sims[mid]) if mid in found.sims else None)
             for score, mid in pool if mid in seen]
 
@@ -451,10 +456,19 @@ def _candidates(store: Store, meaning: Meaning, topic: str, flt: Filter, limit: 
     return Candidates(ids, words, sims, before, after, replies, read)
 
 
+def _context(neighbour: float, own: float) -> float:
+    """A session neighbour's ``words`` credit for a memory whose own score is ``own``:
+    what the neighbour holds of the query, for the part the memory lacks. (Measured on
+    LoCoMo dev against the plain neighbour score: any@5 0.814 against 0.816, MRR 0.639
+    against 0.637; the difference ``neighbour - own`` gave 0.813 and 0.637.)"""
+    return neighbour * (1.0 - own)
+
+
 def _id_scores(c: Candidates, weights: Weights) -> dict[int, float]:
     """The score parts that need no text: meaning, words, neighbours, replies."""
     base = {mid: weights.meaning * max(0.0, c.sims.get(mid, 0.0)) + weights.words * c.words.get(mid, 0.0)
-            + weights.before * c.before.get(mid, 0.0) + weights.after * c.after.get(mid, 0.0)
+            + weights.before * _context(c.before.get(mid, 0.0), c.words.get(mid, 0.0))
+            + weights.after * _context(c.after.get(mid, 0.0), c.words.get(mid, 0.0))
             for mid in c.ids}
     for mid, question in c.replies.items():
         base[mid] += (weights.reply_words * c.words.get(question, 0.0)

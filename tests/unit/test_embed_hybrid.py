@@ -24,8 +24,10 @@ def _seed(ctx, n=30):
 def test_hybrid_scores_are_in_unit_range_and_say_their_mode(ctx, monkeypatch):
     use_fake(monkeypatch, ctx)
     _seed(ctx)
-    target = write_memory(ctx, "DECISION: the payment webhook uses idempotency keys", project="p").id
-    related = write_memory(ctx, "the payment webhook retries with backoff", project="p").id
+    # In a session of their own: the note written just before a match is credited with its
+    # words (it may be what the match answers), which is not what this test is about.
+    target = write_memory(ctx, "DECISION: the payment webhook uses idempotency keys", project="p", session="w").id
+    related = write_memory(ctx, "the payment webhook retries with backoff", project="p", session="w").id
     drain.run(ctx, kinds=["embed"], sweeps=False)
     out = recall.run(ctx.store(), "payment webhook idempotency", _filter(ctx), 5, "auto")
     assert out.mode == "hybrid"

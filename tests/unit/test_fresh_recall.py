@@ -2,9 +2,12 @@
 of the memory written just before it, and also when a running drain holds the lease
 (so the recall cannot store its vector). Real store, real model.
 
-The cause this guards against: a memory whose vector is not stored yet used to compete
+The causes this guards against: a memory whose vector is not stored yet used to compete
 on words alone, and its near-duplicate (with a vector, and credited with the new
-memory's words as its session neighbour) outranked it."""
+memory's words as its session neighbour) outranked it; and, once both had vectors, the
+near-duplicate still took the new memory's words as its neighbour's credit on top of
+its own (the same words but the new one's marker) and came first in one of six (the
+seed's words are not the query's, so those words are rare, as in a real store)."""
 
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from marm.store import leases, outbox
 
 pytestmark = pytest.mark.slow
 
-SEED = [f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}-bench-NOTE: the {s} handles feature flags (case {i})"
+SEED = [f"2026-{1 + i % 12:02d}-{1 + i % 28:02d}-bench-NOTE: the {s} handles retry budgets (case {i})"
         for i, s in enumerate(["login page", "build", "staging cluster", "search index", "billing cron",
                                "cache layer", "release script", "auth service"] * 4)]
 
@@ -45,4 +48,4 @@ def test_a_near_duplicate_written_just_now_is_found_first(ctx, held):
         if i:
             assert new - 1 in ids  # the near-duplicate before it is there too
         firsts += ids[0] == new
-    assert firsts >= 5
+    assert firsts == 6
