@@ -10,6 +10,7 @@ project's value beats the global one because it is the narrower choice.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -43,9 +44,38 @@ class Setting:
     help: str
     env: str | None = None
     choices: tuple[str, ...] | None = None
+    bounds: tuple[float, float] | None = None  # a number from .. to (both included)
+    whole: bool = False                        # ... and a whole one
+
+    def number(self, raw: str) -> float:
+        """``raw`` as this setting's number; ValueError saying what it takes otherwise."""
+        assert self.bounds is not None, self.key
+        low, high = self.bounds
+        try:
+            value = float(raw) if not self.whole else float(int(raw))
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # NaN fails too
+            what = "a whole number" if self.whole else "a number"
+            raise ValueError(f"{self.key} takes {what} from {low:g} to {high:g}, not {raw!r}")
+        return value
+
+    def refusal(self, raw: str) -> str | None:
+        """Why ``raw`` cannot be saved for this setting, or None when it can."""
+        if self.choices and raw not in self.choices:
+            return f"{self.key} takes one of {', '.join(self.choices)}, not {raw!r}"
+        if self.bounds is not None:
+            try:
+                self.number(raw)
+            except ValueError as e:
+                return str(e)
+        return None
 
 
 ON_OFF = ("on", "off")
+#: Scores and cosines; ages in days (0 switches ``recall.episode_half_life_days`` off).
+UNIT = (0.0, 1.0)
+DAYS = (0.0, 36_500.0)
 
 #: Every runtime setting marm knows. ``marm config set`` refuses other keys.
 SETTINGS: dict[str, Setting] = {
@@ -58,17 +88,18 @@ SETTINGS: dict[str, Setting] = {
                 ("opt-out", "opt-in")),
         Setting("capture", "on", "hooks capture what a turn decided or fixed", "MARM_CAPTURE", ON_OFF),
         Setting("inject", "on", "hooks inject recall into the agent's context", "MARM_INJECT", ON_OFF),
-        Setting("inject.max_chars", "1500", "cap on text a hook injects", "MARM_INJECT_MAX_CHARS"),
+        Setting("inject.max_chars", "1500", "cap on text a hook injects", "MARM_INJECT_MAX_CHARS",
+                bounds=(200, 8000), whole=True),
         Setting("inject.recall", "auto", "recall lane for prompt hooks: auto (meaning when the "
                 "model is available) or lexical (fastest)", "MARM_INJECT_RECALL", ("auto", "lexical")),
         Setting("inject.min_score", "0.24", "least fused recall score (0-1) a memory needs to be "
-                "injected for a prompt", "MARM_INJECT_MIN_SCORE"),
+                "injected for a prompt", "MARM_INJECT_MIN_SCORE", bounds=UNIT),
         Setting("inject.min_meaning", "0.35", "least cosine (0-1) between a prompt and a memory for "
-                "it to be injected", "MARM_INJECT_MIN_MEANING"),
+                "it to be injected", "MARM_INJECT_MIN_MEANING", bounds=UNIT),
         Setting("inject.ask_min_score", "0.22", "inject.min_score for a prompt that asks a question "
-                "(how, why, which ...?) rather than asks for work", "MARM_INJECT_ASK_MIN_SCORE"),
+                "(how, why, which ...?) rather than asks for work", "MARM_INJECT_ASK_MIN_SCORE", bounds=UNIT),
         Setting("inject.ask_min_meaning", "0.30", "inject.min_meaning for a prompt that asks a question",
-                "MARM_INJECT_ASK_MIN_MEANING"),
+                "MARM_INJECT_ASK_MIN_MEANING", bounds=UNIT),
         Setting("auto_concepts", "on", "the drain extracts concepts from new memories",
                 "MARM_AUTO_CONCEPTS", ON_OFF),
         Setting("auto_code_index", "on", "the drain re-indexes repositories hooks marked dirty",
@@ -78,15 +109,16 @@ SETTINGS: dict[str, Setting] = {
         Setting("embed.download", "off", "allow fastembed to download a configured model",
                 "MARM_EMBED_DOWNLOAD", ON_OFF),
         Setting("compact.older_than_days", "30", "`marm compact` folds episodes older than this "
-                "many days", "MARM_COMPACT_OLDER_THAN_DAYS"),
+                "many days", "MARM_COMPACT_OLDER_THAN_DAYS", bounds=DAYS),
         Setting("summarize.staged_days", "14", "a summary staged with `marm summarize stage` that "
                 "nobody applies or discards within this many days is discarded (by the drain, or when "
-                "clusters are listed)", "MARM_SUMMARIZE_STAGED_DAYS"),
+                "clusters are listed)", "MARM_SUMMARIZE_STAGED_DAYS", bounds=DAYS),
         Setting("recall.episode_half_life_days", "180", "an episode's recall score halves over this "
                 "many days of age (highlights and hand-written memories do not age)",
-                "MARM_EPISODE_HALF_LIFE_DAYS"),
+                "MARM_EPISODE_HALF_LIFE_DAYS", bounds=DAYS),
         Setting("sync.batch", "2000", "events `marm sync` sends or fetches per request to a remote "
-                "(smaller on a slow link; a killed sync redoes at most one)", "MARM_SYNC_BATCH"),
+                "(smaller on a slow link; a killed sync redoes at most one)", "MARM_SYNC_BATCH",
+                bounds=(1, 100_000), whole=True),
         Setting("session", "default", "the session new memories are tagged with", "MARM_SESSION"),
     )
 }

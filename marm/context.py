@@ -48,6 +48,20 @@ class Ctx:
         """A runtime setting for this invocation's project (see ``resolved``)."""
         return self.resolved(key).value
 
+    def number(self, key: str, lenient: bool = False) -> float:
+        """A numeric setting (``config.Setting.bounds``) for this invocation's project. A
+        value out of its bounds (from the environment: ``config set`` refuses one) is
+        refused naming the setting and where the value came from; ``lenient`` (hooks and
+        drains, which must not fail on it) takes the default instead."""
+        got = self.resolved(key)
+        spec = config.SETTINGS[key]
+        try:
+            return spec.number(got.value)
+        except ValueError as e:
+            if lenient:
+                return spec.number(spec.default)
+            raise BadInput(f"{e} (from {got.source})") from None
+
     def resolved(self, key: str, project: str | None = None) -> config.Resolved:
         """A runtime setting and its source: project > repository file > global >
         environment > default (``config.resolve``), for ``project`` (default: this one)."""

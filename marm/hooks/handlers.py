@@ -37,18 +37,8 @@ def _on(ctx: Ctx, key: str) -> bool:
     return ctx.setting(key) == "on"
 
 
-def _number(ctx: Ctx, key: str) -> float:
-    """A numeric setting; an unreadable saved value falls back to the default."""
-    from marm.config import SETTINGS
-
-    try:
-        return float(ctx.setting(key))
-    except ValueError:
-        return float(SETTINGS[key].default)
-
-
 def _max_chars(ctx: Ctx) -> int:
-    return max(200, int(_number(ctx, "inject.max_chars")))
+    return int(ctx.number("inject.max_chars", lenient=True))
 
 
 def session_start(ctx: Ctx, ev: HookEvent) -> str | None:
@@ -133,7 +123,8 @@ def prompt(ctx: Ctx, ev: HookEvent) -> str | None:
     # asks for work, where a memory only on its topic distracts: the gate is lower for asking.
     score, meaning = (("inject.ask_min_score", "inject.ask_min_meaning") if inject.asks(text)
                       else ("inject.min_score", "inject.min_meaning"))
-    hits = inject.shown(hits, text, _number(ctx, score), _number(ctx, meaning), INJECT_ITEMS)
+    hits = inject.shown(hits, text, ctx.number(score, lenient=True), ctx.number(meaning, lenient=True),
+                        INJECT_ITEMS)
     return inject.fence(
         ev.agent,
         "Memories that may bear on this prompt (check them; `marm show ID` for the full text):",

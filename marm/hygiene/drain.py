@@ -200,7 +200,7 @@ def sweep(ctx: Ctx, deadline: float) -> dict[str, Any]:
             upto = ids[-1]
             hygiene.set_mark(store, "checked_upto", str(upto))
         counts["flagged stale"] += stale.refresh(ctx)
-        counts["staged summaries expired"] += summaries.expire_after(store, float(ctx.setting("summarize.staged_days")))
+        counts["staged summaries expired"] += summaries.expire_after(store, ctx.number("summarize.staged_days", lenient=True))
     finally:
         code.close()
         if graph is not None:

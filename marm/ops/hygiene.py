@@ -235,7 +235,7 @@ def compact(
     """
     if restore is not None:
         return _restore(ctx, restore)
-    days = older_than if older_than is not None else float(ctx.setting("compact.older_than_days"))
+    days = older_than if older_than is not None else ctx.number("compact.older_than_days")
     scope = ctx.project(project)
     folds = candidates(ctx, scope, days)
     if dry_run:

@@ -167,12 +167,12 @@ def summarize(
     """
     store = ctx.store()
     scope = ctx.project(project)
-    days = older_than if older_than is not None else float(ctx.setting("compact.older_than_days"))
+    days = older_than if older_than is not None else ctx.number("compact.older_than_days")
     reason = clean_name(reason) if reason else reason
     if action == "list":
         if limit < 1:
             raise BadInput("--limit must be 1 or more")
-        summaries.expire_after(store, float(ctx.setting("summarize.staged_days")))
+        summaries.expire_after(store, ctx.number("summarize.staged_days"))
         listed = _clusters(ctx, scope, days)
         shown = [c for c in listed if cluster is None or c.id == cluster]
         if cluster is not None and not shown:

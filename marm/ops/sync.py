@@ -35,12 +35,8 @@ def _engine():  # noqa: ANN202 - the module itself
 
 
 def _batch(ctx: Ctx) -> int:
-    """The ``sync.batch`` setting as a count; an environment value that is not one is
-    refused with the setting's name rather than a traceback."""
-    raw = ctx.setting("sync.batch")
-    if not (raw.isdigit() and int(raw) >= 1):
-        raise BadInput(f"sync.batch must be a positive number of events, not {raw!r}")
-    return int(raw)
+    """The ``sync.batch`` setting as a count (one out of range is refused by name)."""
+    return int(ctx.number("sync.batch"))
 
 
 @op("remote", "add")

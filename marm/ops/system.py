@@ -340,12 +340,9 @@ def config_set(
         _save(ctx, where, key, None)
         back = ctx.resolved(key, where)
         return Done(True, f"{key}{scope_text} back to {back.value} ({back.source})", {key: back.value})
-    if spec.choices and value not in spec.choices:
-        raise BadInput(f"{key} takes one of {', '.join(spec.choices)}, not {value!r}")
-    if key == "inject.max_chars" and not (value.isdigit() and 200 <= int(value) <= 8000):
-        raise BadInput("inject.max_chars takes a number from 200 to 8000")
-    if key == "sync.batch" and not (value.isdigit() and 1 <= int(value) <= 100_000):
-        raise BadInput("sync.batch takes a number from 1 to 100000")
+    refused = spec.refusal(value)
+    if refused:
+        raise BadInput(refused)
     _save(ctx, where, key, value)
     return Done(True, f"{key} = {value}{scope_text}", {key: value})
 

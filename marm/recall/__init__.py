@@ -131,8 +131,8 @@ def words(
 def _half_life(saved: dict[str, str]) -> float:
     """``recall.episode_half_life_days`` as saved for the whole machine or in the
     environment (recall sees the store, not the invocation's project settings)."""
-    value = config.resolve("recall.episode_half_life_days", saved, os.environ).value
+    spec = config.SETTINGS["recall.episode_half_life_days"]
     try:
-        return float(value)
-    except ValueError:
-        return float(config.SETTINGS["recall.episode_half_life_days"].default)
+        return spec.number(config.resolve(spec.key, saved, os.environ).value)
+    except ValueError:  # a recall never fails on it: the default
+        return spec.number(spec.default)
