@@ -105,9 +105,11 @@ def test_a_prompt_with_many_names_is_answered_at_once(tmp_path):
 
     names = [f"Name{i}" for i in range(24)]
     query = " ".join(f"{n} said the deploy uses Render" for n in names)
-    start = time.perf_counter()
+    # This thread's CPU time, not the wall clock: the other worker's 64 processes once made
+    # a 0.09 s call take 1.2 s of wall time; 2 ** 24 topics would take minutes of CPU.
+    start = time.thread_time()
     spelled = hybrid.topics(query, names)
-    assert time.perf_counter() - start < 1.0
+    assert time.thread_time() - start < 1.0
     assert len(spelled) <= 2 ** (hybrid.TOPIC_NAMES + 1)
     # Every name kept, every name dropped, and each of the first names dropped alone.
     assert hybrid.without_names(query, []) in spelled and hybrid.without_names(query, names) in spelled
