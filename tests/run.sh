@@ -49,7 +49,14 @@ if [ -n "$missing" ]; then
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 . .venv/bin/activate
-pip install -q -e '.[test]'
+# pip only when pyproject.toml (or the Python) changed since this venv's last install: the
+# install is editable, so code changes need none, and pip's resolve took 15 s of every run.
+# A hand-broken venv: rm .venv/.installed-for (or the venv) and run again.
+want="$(python -c 'import hashlib, sys; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest(), sys.version.split()[0])')"
+if [ "$(cat .venv/.installed-for 2>/dev/null)" != "$want" ]; then
+  pip install -q -e '.[test]'
+  echo "$want" > .venv/.installed-for
+fi
 mypy
 .ci/agents || true   # never fails the build: without the CLIs the e2e tests skip
 # The tests' temporary files (every test's stores, the PostgreSQL cluster, the browser's
