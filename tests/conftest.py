@@ -22,6 +22,37 @@ import pytest
 from marm.context import Ctx
 from tests.helpers import run_marm
 
+#: Modules run first, in this order: those with the longest single tests (10-25 s each on
+#: this project's 2-core machine, busy) and the agent sessions. Under ``--dist worksteal``
+#: a worker that runs out takes tests from the other's tail, which is only of help when no
+#: long test is left there: one starting late stretched the whole run. A module stays in
+#: one piece (its module-scoped fixtures are built once); the rest keep collection order.
+FIRST = (
+    "tests/e2e/test_agents_e2e.py",
+    "tests/hooks/test_hooks_parallel.py",
+    "tests/reliability/test_review_stateful.py",
+    "tests/mcp/test_mcp_handshake.py",
+    "tests/reliability/test_core_concurrency.py",
+    "tests/hooks/test_hooks_asking.py",
+    "tests/reliability/test_embed_kill.py",
+    "tests/sync/test_sync_processes.py",
+    "tests/hooks/test_hooks_stats.py",
+    "tests/hooks/test_hooks_sessions.py",
+    "tests/reliability/test_read_only_store.py",
+    "tests/view/test_view_review.py",
+    "tests/reliability/test_concepts_drain.py",
+    "tests/view/test_view_browser.py",
+    "tests/reliability/test_import_kill.py",
+    "tests/unit/test_space.py",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules in ``FIRST`` to the front (a stable sort: the same order in every worker)."""
+    rank = {module: i for i, module in enumerate(FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(FIRST)))
+
+
 #: The lock files of the test running in this worker (turnstile, lock), while it holds them.
 _held: tuple[IO[str], IO[str]] | None = None
 

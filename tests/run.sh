@@ -6,6 +6,7 @@
 # - a virtual environment with the project and its test extra (pip);
 # - the pinned agent CLIs for tests/e2e (npm, into the git-ignored .agents/);
 # - a throwaway PostgreSQL cluster for tests/sync (a Unix socket, no TCP port), stopped on exit;
+# - the tests' temporary files on a RAM file system (/dev/shm) when there is one;
 # - the real MARM peer for the import test (pip, into a venv in the git-ignored .peer/, kept for
 #   the next run; when missing, in the background from the start, since it takes longer than
 #   any test: tests/peer.py; the test waits for it);
@@ -48,9 +49,34 @@ if [ -n "$missing" ]; then
 fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 . .venv/bin/activate
-pip install -q -e '.[test]'
+# pip only when pyproject.toml (or the Python) changed since this venv's last install: the
+# install is editable, so code changes need none, and pip's resolve took 15 s of every run.
+# A hand-broken venv: rm .venv/.installed-for (or the venv) and run again.
+want="$(python -c 'import hashlib, sys; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest(), sys.version.split()[0])')"
+if [ "$(cat .venv/.installed-for 2>/dev/null)" != "$want" ]; then
+  pip install -q -e '.[test]'
+  echo "$want" > .venv/.installed-for
+fi
 mypy
 .ci/agents || true   # never fails the build: without the CLIs the e2e tests skip
+# The tests' temporary files (every test's stores, the PostgreSQL cluster, the browser's
+# profile) on a RAM file system when there is one (/dev/shm): what they check does not
+# depend on the disk, and on a busy disk the syncs of SQLite's many small stores doubled
+# some tests' time. MARM_TEST_TMPDIR names another place; a TMPDIR the caller set is kept.
+if [ -n "${MARM_TEST_TMPDIR:-}" ]; then
+  export TMPDIR="$MARM_TEST_TMPDIR"
+elif [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+  export TMPDIR="/dev/shm/marm-tests-$(id -u)"
+fi
+if [ -n "${TMPDIR:-}" ]; then
+  mkdir -p "$TMPDIR"
+  chmod 711 "$TMPDIR"   # the cluster's own folder in it belongs to the postgres user
+fi
+# Byte-code written and reused, as a pip install has it: with PYTHONDONTWRITEBYTECODE (set
+# in some environments) each xdist worker rewrote the asserts of every test module at each
+# collection (10 s instead of 3.5 s here) and every marm process compiled again the modules
+# it imports that had no cached byte-code (sync, view, importers).
+unset PYTHONDONTWRITEBYTECODE
 .ci/postgres-stop    # a cluster a killed run left behind
 .ci/postgres-start || true
 if [ -f .ci/.pg-url ]; then

@@ -107,14 +107,27 @@ def _marm(work: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPr
 
 
 def _wait_for_drains(work: Path, env: dict[str, str]) -> None:
-    """The session-end hook starts a detached drain: let it finish before the temp dir goes."""
+    """The session-end hook starts a detached drain: let it finish before the temp dir goes.
+    Its lease is a file lock, which this process waits on (instead of starting a ``marm
+    drain`` every half second to be told it is taken); then one drain of its own takes what
+    is left, again after the lock if the detached one took the lease in between."""
+    from filelock import FileLock, Timeout
+
+    from marm.store.leases import lock_path
+
+    path = lock_path(Path(env["MARM_HOME"]), "drain")
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
+        if path.parent.is_dir():
+            try:
+                with FileLock(str(path)).acquire(timeout=max(0.1, deadline - time.monotonic())):
+                    pass
+            except Timeout:
+                return
         proc = subprocess.run([sys.executable, "-m", "marm", "drain", "--json", "--max-seconds", "60"],
                               cwd=work, env=env, capture_output=True, text=True, timeout=120)
         if proc.returncode != 6:  # 6: another drain holds the lease
             return
-        time.sleep(0.5)
 
 
 def run_session(agent: str, tmp_path: Path, alone: Callable[[], AbstractContextManager[None]],

@@ -1,6 +1,7 @@
 """A prompt that asks a question has its own relevance gate (``inject.ask_*``), lower by
-default than a task's: real ``marm log``, ``marm drain`` (the real embedding model) and
-``marm hook prompt`` subprocesses, each gate set out of reach in turn."""
+default than a task's: real ``marm hook prompt`` subprocesses (the real embedding model),
+each gate set out of reach in turn, over a store that ``marm log`` and ``marm drain`` lay
+out in this process (``invoke_marm``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import git_init, run_marm
+from tests.helpers import git_init, invoke_marm
 from tests.hooks.payloads import hook
 
 FACT = ("The nightly export runs from a systemd timer on the worker host; cron was dropped "
@@ -29,8 +30,9 @@ def _injected(repo: Path, prompt: str, env: dict[str, str]) -> str:
 @pytest.mark.slow
 def test_a_question_and_a_task_are_each_gated_by_their_own_setting(tmp_path, marm_home):
     repo = git_init(tmp_path / "exporter")
-    assert run_marm("log", FACT, "--kind", "decision", cwd=repo).code == 0
-    assert run_marm("drain", cwd=repo).code == 0  # vectors: both prompts are gated by meaning
+    assert invoke_marm("log", FACT, "--kind", "decision", cwd=repo).code == 0
+    drained = invoke_marm("drain", cwd=repo)  # vectors: both prompts are gated by meaning
+    assert drained.code == 0 and drained.json()["kinds"]["embed"]["done"] == 1, drained.out
     asks_open = {"MARM_INJECT_MIN_SCORE": NEVER, "MARM_INJECT_MIN_MEANING": NEVER,
                  "MARM_INJECT_ASK_MIN_SCORE": ALWAYS, "MARM_INJECT_ASK_MIN_MEANING": ALWAYS}
     tasks_open = {"MARM_INJECT_MIN_SCORE": ALWAYS, "MARM_INJECT_MIN_MEANING": ALWAYS,

@@ -85,11 +85,15 @@ def test_hook_imports_no_heavy_library(tmp_path):
 
 
 def test_payload_as_an_argument(tmp_path):
-    """``--payload`` (the op's parameter) works like standard input."""
+    """``--payload`` (the op's parameter) works like standard input. The prompt is recalled
+    by its words (``MARM_INJECT_RECALL=lexical``, as the heavy-import probe above): what is
+    checked is where the payload comes from, and a model load on a loaded machine took this
+    hook past its 5 s budget (it gave up, failing open as it should, and this test failed)."""
     p = seed(tmp_path)
     from tests.helpers import run_marm
 
-    run = run_marm("hook", "prompt", "--agent", "codex", "--payload", json.dumps(payload("codex", "prompt", p.root)))
+    run = run_marm("hook", "prompt", "--agent", "codex", "--payload", json.dumps(payload("codex", "prompt", p.root)),
+                   env={"MARM_INJECT_RECALL": "lexical"})
     assert run.code == 0 and run.err == ""
     assert f"#{p.decision} " in json.loads(run.out)["hookSpecificOutput"]["additionalContext"]
     assert_failed_open(run_marm("hook", "prompt", "--bogus", input="{}"))

@@ -26,9 +26,13 @@ def injected(run) -> str:
 
 def turn(repo: Path, session: str, env: dict | None = None) -> tuple[str, int]:
     """One turn in ``repo``: the prompt hook (what it injected) then the stop hook (how
-    many memories the store gained)."""
+    many memories the store gained). The prompt is recalled by its words: what these
+    tests check is whether a project is served at all, and no hook loads the model, which
+    on a loaded machine took prompts near their 5 s budget (the recall by meaning has
+    its own hook tests, test_hooks_agents and test_hooks_sessions)."""
     before = len(stored(Path(os.environ["MARM_HOME"])))
-    text = injected(hook("claude", "prompt", payload("claude", "prompt", repo, session_id=session), env=env))
+    asked = {"MARM_INJECT_RECALL": "lexical", **(env or {})}
+    text = injected(hook("claude", "prompt", payload("claude", "prompt", repo, session_id=session), env=asked))
     stop = hook("claude", "stop", payload("claude", "stop", repo, session_id=session), env=env)
     assert stop.code == 0 and stop.out == "", stop.err
     return text, len(stored(Path(os.environ["MARM_HOME"]))) - before

@@ -1,6 +1,7 @@
-"""What an MCP client sees, over a real STDIO session: descriptions written for MCP
-(parameters as the client names them, errors as tool errors), and `-` with no special
-meaning (it never makes the server read its stdin, which is the protocol)."""
+"""What an MCP client sees: descriptions written for MCP (parameters as the client names
+them, errors as tool errors), read from the server in this process (``make_srv``, the
+same server ``marm mcp`` builds), and `-` with no special meaning over a real STDIO
+session (it never makes the server read its stdin, which is the protocol)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,8 @@ def _session(cwd):
     return client
 
 
-@pytest.mark.slow
-def test_tool_descriptions_carry_no_cli_wording(tmp_path):
-    client = _session(git_init(tmp_path / "proj"))
-    try:
-        tools = client.request("tools/list")["tools"]
-    finally:
-        code, err = client.close()
-    assert code == 0, err
+def test_tool_descriptions_carry_no_cli_wording(tmp_path, make_srv):
+    tools = [tool.model_dump(by_alias=True) for tool in make_srv(git_init(tmp_path / "proj")).tools()]
     texts = {}
     for tool in tools:
         texts[tool["name"]] = tool["description"]
@@ -74,19 +69,19 @@ def test_a_lone_dash_is_refused_and_stdin_is_never_read(tmp_path):
     assert [e["name"] for e in listed["entries"]] == ["review"]
 
 
-@pytest.mark.slow
-def test_an_error_names_the_parameter_not_the_option(tmp_path):
-    client = _session(git_init(tmp_path / "proj"))
-    try:
-        text = "DECISION: the cache lives in redis"
-        wrote = client.call("marm_log_entry", text=text)["structuredContent"]
-        client.call("marm_retract", id=wrote["id"], reason="we dropped redis")
-        refused = client.call("marm_log_entry", text=text)
-        forced = client.call("marm_log_entry", text=text, force=True)
-        bad_limit = client.call("marm_smart_recall", query="cache", limit=0)
-    finally:
-        code, err = client.close()
-    assert code == 0, err
+def _wire(result) -> dict:
+    """A tool result as the client receives it (camelCase keys: isError, structuredContent)."""
+    return result.model_dump(by_alias=True)
+
+
+def test_an_error_names_the_parameter_not_the_option(tmp_path, make_srv):
+    srv = make_srv(git_init(tmp_path / "proj"))
+    text = "DECISION: the cache lives in redis"
+    wrote = _wire(srv.call("marm_log_entry", text=text))["structuredContent"]
+    srv.ok("marm_retract", id=wrote["id"], reason="we dropped redis")
+    refused = _wire(srv.call("marm_log_entry", text=text))
+    forced = _wire(srv.call("marm_log_entry", text=text, force=True))
+    bad_limit = _wire(srv.call("marm_smart_recall", query="cache", limit=0))
     message = refused["content"][0]["text"]
     assert refused["isError"] is True and "retracted" in message
     assert "pass `force` to store it anyway" in message and "--" not in message, message
@@ -94,17 +89,13 @@ def test_an_error_names_the_parameter_not_the_option(tmp_path):
     assert bad_limit["content"][0]["text"] == "error: `limit` must be at least 1"
 
 
-def test_an_error_suggests_the_tool_not_the_shell_command(tmp_path):
-    client = _session(git_init(tmp_path / "proj"))
-    try:
-        kept = client.call("marm_log_entry", text="DECISION: invoices are numbered per year")
-        gone = client.call("marm_log_entry", text="DECISION: the cache lives in redis")["structuredContent"]
-        client.call("marm_retract", id=gone["id"], reason="we dropped redis")
-        refused = client.call("marm_doubt", id=gone["id"])
-        doubted = client.call("marm_doubt", id=kept["structuredContent"]["id"])
-    finally:
-        code, err = client.close()
-    assert code == 0, err
+def test_an_error_suggests_the_tool_not_the_shell_command(tmp_path, make_srv):
+    srv = make_srv(git_init(tmp_path / "proj"))
+    kept = _wire(srv.call("marm_log_entry", text="DECISION: invoices are numbered per year"))
+    gone = _wire(srv.call("marm_log_entry", text="DECISION: the cache lives in redis"))["structuredContent"]
+    srv.ok("marm_retract", id=gone["id"], reason="we dropped redis")
+    refused = _wire(srv.call("marm_doubt", id=gone["id"]))
+    doubted = _wire(srv.call("marm_doubt", id=kept["structuredContent"]["id"]))
     message = refused["content"][0]["text"]
     assert refused["isError"] is True and "retracted" in message
     assert f"`marm_restore({gone['id']})`" in message and "`marm " not in message, message

@@ -32,8 +32,8 @@ def queued(tmp_path_factory) -> Populated:
     env = {"MARM_HOME": str(root / "marm-home"), "HOME": str(root / "user-home")}
     p = Populated(root, env, git_init(root / "shop"), git_init(root / "other"))
     for text in [MAIL, REDIS, *CONTROLS, MAIL_AGAIN, NO_REDIS]:
-        p.ids[text] = p.ok("log", text)["id"]
-    p.ok("drain")
+        p.ids[text] = p.build("log", text)["id"]
+    p.build("drain")  # in this process: laying out the store; the page and verdicts below are real processes
     return p
 
 
