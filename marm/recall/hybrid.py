@@ -53,6 +53,7 @@ nothing in them is specific to it.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 from collections.abc import Sequence
@@ -150,11 +151,38 @@ def names_in(query: str) -> list[str]:
 
 def without_names(query: str, names: list[str]) -> str:
     """``query`` with the names taken out (the whole query if nothing else is left)."""
-    rest = query
-    for name in names:
-        rest = re.sub(rf"(?<!\w){re.escape(name)}(?:'s)?(?!\w)", " ", rest)
-    rest = " ".join(rest.split())
-    return rest if lexical.words(rest) else query
+    return _cut(query, _mentions(query, names), set(names))
+
+
+@functools.lru_cache(maxsize=8)
+def _mention_pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for every name (the longest first, so "Ana-Maria" is not "Ana"), as
+    a word of its own, possessive 's included."""
+    alternatives = "|".join(re.escape(n) for n in sorted(set(names), key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?:'s)?(?!\w)")
+
+
+def _mentions(text: str, names: list[str]) -> list[tuple[int, int, str]]:
+    """Where ``text`` mentions each of ``names``: (start, end, name), in order, found in
+    one pass (a pasted prompt holds hundreds of names, and ``topics`` cuts them out
+    of it in up to 128 ways)."""
+    if not names:
+        return []
+    return [(m.start(), m.end(), m.group(0).removesuffix("'s"))
+            for m in _mention_pattern(tuple(names)).finditer(text)]
+
+
+def _cut(text: str, mentions: list[tuple[int, int, str]], drop: set[str]) -> str:
+    """``text`` without the ``mentions`` of the names in ``drop`` (the whole text if
+    nothing else is left), its white space made single."""
+    pieces, at = [], 0
+    for start, end, name in mentions:
+        if name in drop:
+            pieces.append(text[at:start])
+            at = end
+    pieces.append(text[at:])
+    rest = " ".join(" ".join(pieces).split())
+    return rest if lexical.words(rest) else text
 
 
 #: Names whose every combination ``topics`` spells out (2 ** 6 topics at most).
@@ -176,7 +204,8 @@ def topics(query: str, names: list[str]) -> list[str]:
     head, tail = names[:TOPIC_NAMES], names[TOPIC_NAMES:]
     masks = [(*mask, *([last] * len(tail))) for mask in itertools.product((False, True), repeat=len(head))
              for last in ((False, True) if tail else (False,))]
-    return list(dict.fromkeys(without_names(rest, [n for n, out in zip(names, mask, strict=True) if out])
+    mentions = _mentions(rest, names)
+    return list(dict.fromkeys(_cut(rest, mentions, {n for n, out in zip(names, mask, strict=True) if out})
                               for mask in masks))
 
 
