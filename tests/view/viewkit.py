@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -163,10 +164,18 @@ class Server:
         return self.proc.stdout.read().decode() if self.proc.stdout else ""
 
 
+def _in_the_foreground() -> None:
+    """Ctrl-C reaches the server as it does a terminal's foreground job: a test run
+    started in the background by a shell without job control (``bash -c '... &'``)
+    ignores SIGINT, its children inherit that, and Python then leaves SIGINT ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def start_server(p: Populated, *args: str) -> Server:
     proc = subprocess.Popen(
         [sys.executable, "-m", "marm", "view", "--serve", *args], cwd=p.alpha,
         env={**os.environ, **p.env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=_in_the_foreground,
     )
     deadline = time.monotonic() + 30
     line = b""
