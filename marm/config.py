@@ -60,6 +60,14 @@ class Setting:
             raise ValueError(f"{self.key} takes {what} from {low:g} to {high:g}, not {raw!r}")
         return value
 
+    def number_or_default(self, raw: str) -> float:
+        """``raw`` as this setting's number, or the default's when it is not one within
+        the bounds: for readers that must not fail on a setting (hooks, drains, recall)."""
+        try:
+            return self.number(raw)
+        except ValueError:
+            return self.number(self.default)
+
     def refusal(self, raw: str) -> str | None:
         """Why ``raw`` cannot be saved for this setting, or None when it can."""
         if self.choices and raw not in self.choices:

@@ -55,11 +55,11 @@ class Ctx:
         drains, which must not fail on it) takes the default instead."""
         got = self.resolved(key)
         spec = config.SETTINGS[key]
+        if lenient:
+            return spec.number_or_default(got.value)
         try:
             return spec.number(got.value)
         except ValueError as e:
-            if lenient:
-                return spec.number(spec.default)
             raise BadInput(f"{e} (from {got.source})") from None
 
     def resolved(self, key: str, project: str | None = None) -> config.Resolved:

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from marm import config
 from marm.context import Ctx
 from marm.store import memories
-from marm.text import stamp
+from marm.store.db import now
 
 NAME = "hooks.log"
 #: Size at which the log is rotated (about 1,500 records of ~170 bytes).
@@ -54,7 +53,7 @@ def store_bytes(home: Path) -> int:
 def append(home: Path, record: dict[str, Any]) -> None:
     """Add one record (``at`` is set here); rotate first when the log is full."""
     path = log_path(home)
-    line = json.dumps({"at": stamp(datetime.now(timezone.utc)), **record},
+    line = json.dumps({"at": now(), **record},
                       ensure_ascii=False, separators=(",", ":")) + "\n"
     home.mkdir(parents=True, exist_ok=True)
     try:

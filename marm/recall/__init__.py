@@ -132,7 +132,4 @@ def _half_life(saved: dict[str, str]) -> float:
     """``recall.episode_half_life_days`` as saved for the whole machine or in the
     environment (recall sees the store, not the invocation's project settings)."""
     spec = config.SETTINGS["recall.episode_half_life_days"]
-    try:
-        return spec.number(config.resolve(spec.key, saved, os.environ).value)
-    except ValueError:  # a recall never fails on it: the default
-        return spec.number(spec.default)
+    return spec.number_or_default(config.resolve(spec.key, saved, os.environ).value)

@@ -17,9 +17,9 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from marm.store import core
-from marm.text import stamp
 from marm.store.migrations import migrate
 from marm.store.records import Actor
+from marm.text import stamp
 
 __all__ = ["Integrity", "Store", "now"]
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from marm.errors import StoreTooNew
 from marm.store.core import atomic
+from marm.text import stamp
 
 
 def _run(conn: sqlite3.Connection, script: str) -> None:
@@ -392,10 +393,10 @@ def m007_vectors_once(conn: sqlite3.Connection) -> None:
         taken = conn.execute("SELECT 1 FROM vector_files WHERE model = ? AND project IS ?",
                              (model, project)).fetchone()
         if home is None or taken:  # no place for files, or a second dimension of one model
-            stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            at = stamp(datetime.now(timezone.utc))
             conn.execute("INSERT INTO outbox (kind, target, content_hash, created_at, updated_at)"
                          " SELECT DISTINCT 'embed', CAST(m.id AS TEXT), m.content_hash, ?, ?"
-                         f"{select} ON CONFLICT (kind, target) DO NOTHING", (stamp, stamp, *args))
+                         f"{select} ON CONFLICT (kind, target) DO NOTHING", (at, at, *args))
             continue
         file_id = conn.execute("INSERT INTO vector_files (model, project, dim) VALUES (?, ?, ?)",
                                (model, project, dim)).lastrowid
