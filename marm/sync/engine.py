@@ -17,14 +17,15 @@ from dataclasses import dataclass, field
 
 from filelock import FileLock, Timeout
 
+from marm.config import SETTINGS
 from marm.errors import BadInput, Busy, NotFound
 from marm.store import review, sync_state
 from marm.store.db import Store
 from marm.sync.apply import Applier
 from marm.sync.protocol import Transport, check_url, wire_events
 
-#: Events per request when the caller does not say (the ``sync.batch`` setting's default).
-BATCH = 2000
+#: Events per request when the caller does not say: the ``sync.batch`` setting's default.
+BATCH = int(SETTINGS["sync.batch"].default)
 LOCK_WAIT_S = 120
 
 
