@@ -146,9 +146,12 @@ def gathered_graph() -> str:
 
 def _write_gathered(weights: Path, graph_file: Path) -> None:
     """Write ``weights``' edited graph (65 KB) once; without it (a model packaged another
-    way, a read-only home) the engine runs the file as it is, only slower."""
+    way, a read-only home) the engine runs the file as it is, only slower. A home that
+    cannot be written is not asked to: each process would read the 23 MB file again."""
     from marm.embed import graph
 
+    if not os.access(graph_file.parent, os.W_OK):
+        return
     tmp = graph_file.with_name(f"{graph_file.name}.{os.getpid()}")
     try:
         edited = graph.gathered(weights.read_bytes(), weights.name)

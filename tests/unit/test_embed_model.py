@@ -182,7 +182,7 @@ def test_the_engine_runs_the_gathered_graph_and_its_vectors_are_bitwise_the_whee
     # one of their scales), and the edited graph has no such table left to edit
     def ops(model: bytes) -> list[str]:
         return [graph._Node.parse(model, s, e).op
-                for num, _, s, e, _ in graph._fields(model, *graph._only(model, graph._MODEL_GRAPH))
+                for num, _, s, e, _ in graph._fields(model, *graph._only(model, graph._MODEL_GRAPH)[1:])
                 if num == graph._GRAPH_NODE]
 
     assert ops(edited.read_bytes()).count("Gather") == ops(weights.read_bytes()).count("Gather") + 2
